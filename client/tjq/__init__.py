@@ -1,0 +1,1 @@
+"""training-job-queue, the user side: local emulation and tooling (``tjq.local``)."""

@@ -1,0 +1,237 @@
+"""The whole queue on one machine: emulated AWS, the real handler, a simulated clock."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass
+
+import boto3
+from moto import mock_aws
+from moto.events.models import EventPattern
+
+from job_queue.config import Settings
+from job_queue.handler import SCHEDULED, Dependencies, handle
+from job_queue.sagemaker import state_change_pattern
+from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
+from tjq.local.clock import SimClock
+from tjq.local.sagemaker import LocalSageMaker
+
+REGION = "us-east-1"
+ROLE_ARN = "arn:aws:iam::123456789012:role/SageMakerTraining"
+
+
+@dataclass(frozen=True)
+class LambdaContext:
+    """What the Lambda runtime passes as ``context``."""
+
+    function_name: str = "training-job-queue"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:training-job-queue"
+    aws_request_id: str = "local"
+
+
+class _Serialized:
+    """A boto3 client whose calls run one at a time.
+
+    DynamoDB itself serializes conflicting writes; moto does not (a transaction even
+    restores a copy of the table if it fails), so threads share one lock per request.
+    """
+
+    def __init__(self, client, lock: threading.Lock) -> None:
+        self._client, self._lock = client, lock
+
+    def __getattr__(self, name):
+        method = getattr(self._client, name)
+
+        def call(*args, **kwargs):
+            with self._lock:
+                return method(*args, **kwargs)
+
+        return call
+
+
+class LocalCloud:
+    """moto DynamoDB + :class:`LocalSageMaker` + the real handler, on a :class:`SimClock`.
+
+    Requests go through the handler exactly as API Gateway would send them; SageMaker
+    status changes reach it as EventBridge events that match the deployed rule.
+
+    Example::
+
+        with LocalCloud(capacity={"ml.p5.48xlarge": 2}) as cloud:
+            status, body = cloud.api("POST", "/add-job", request)
+            cloud.advance(600)          # jobs run, finish, and the queue moves on
+    """
+
+    def __init__(
+        self,
+        capacity: dict[str, int],
+        allowed_role_arns: tuple[str, ...] = (ROLE_ARN,),
+        run_seconds: float = 600.0,
+        stop_seconds: float = 60.0,
+        queue_name: str = "training-job-queue",
+        table_name: str = "training-job-queue",
+    ) -> None:
+        self.clock = SimClock()
+        self.settings = Settings(
+            table_name=table_name,
+            capacity=dict(capacity),
+            allowed_role_arns=frozenset(allowed_role_arns),
+            queue_name=queue_name,
+        )
+        # Only jobs over the queue's capacity would hit these limits: the queue must not.
+        self.sagemaker = LocalSageMaker(
+            self.clock, run_seconds, stop_seconds, account_limits=dict(capacity), region=REGION
+        )
+        self._rule = EventPattern.load(json.dumps(state_change_pattern(queue_name)))
+        self._mock = mock_aws()
+        self._lost_events = 0
+        self.delivered: list[dict] = []
+
+    def __enter__(self) -> LocalCloud:
+        self._mock.start()
+        lock = threading.Lock()
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        dynamodb.create_table(
+            TableName=self.settings.table_name,
+            KeySchema=KEY_SCHEMA,
+            AttributeDefinitions=ATTRIBUTE_DEFINITIONS,
+            BillingMode="PAY_PER_REQUEST",
+        )
+        dynamodb.update_time_to_live(
+            TableName=self.settings.table_name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+        )
+        sagemaker = boto3.client("sagemaker", region_name=REGION)
+        self.sagemaker.install(sagemaker)
+        self.dynamodb = _Serialized(dynamodb, lock)
+        self.deps = Dependencies.from_clients(
+            self.settings, self.dynamodb, sagemaker, clock=self.clock, sleep=self.clock.sleep
+        )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._mock.stop()
+
+    # -- what users and AWS do --------------------------------------------------------------
+
+    def api(self, method: str, path: str, body: dict | str | None = None) -> tuple[int, dict]:
+        """Call the private API as API Gateway would invoke the Lambda."""
+        if body is not None and not isinstance(body, str):
+            body = json.dumps(body)
+        event = {
+            "resource": path,
+            "path": path,
+            "httpMethod": method,
+            "headers": {"content-type": "application/json"},
+            "multiValueHeaders": {},
+            "queryStringParameters": None,
+            "pathParameters": None,
+            "requestContext": {
+                "httpMethod": method,
+                "path": f"/prod{path}",
+                "stage": "prod",
+                "requestId": str(uuid.uuid4()),
+                "identity": {"sourceIp": "127.0.0.1"},
+            },
+            "body": body,
+            "isBase64Encoded": False,
+        }
+        response = handle(event, LambdaContext(), self.deps)
+        return response["statusCode"], json.loads(response["body"] or "null")
+
+    def advance(self, seconds: float) -> None:
+        """Let simulated time pass: jobs finish and stop, and their events are delivered."""
+        target = self.clock() + seconds
+        self.deliver_events()
+        while (due := self.sagemaker.next_change_at()) is not None and due <= target:
+            self.clock.set(due)
+            self.sagemaker.run_until(due)
+            self.deliver_events()
+        self.clock.set(target)
+
+    def sweep(self) -> None:
+        """The scheduled reconcile sweep."""
+        handle(
+            {"detail-type": SCHEDULED, "source": "aws.events", "detail": {}},
+            LambdaContext(),
+            self.deps,
+        )
+
+    def lose_next_events(self, count: int) -> None:
+        """EventBridge drops the next ``count`` matching events (the sweep must repair)."""
+        self._lost_events += count
+
+    def deliver_events(self) -> None:
+        """Invoke the handler with every queued SageMaker event the rule matches."""
+        while self.sagemaker.events:
+            event = self.sagemaker.events.popleft()
+            if not self._rule.matches_event(event):
+                continue
+            if self._lost_events:
+                self._lost_events -= 1
+                continue
+            self.delivered.append(event)
+            handle(event, LambdaContext(), self.deps)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def jobs(self) -> list[dict]:
+        status, body = self.api("GET", "/jobs")
+        assert status == 200, body
+        return body["jobs"]
+
+    def table(self) -> list[tuple[str, str, int]]:
+        """(name, state, priority) per row of GET /jobs, as the blog's table shows them."""
+        return [(j["name"], j["state"], j["priority"]) for j in self.jobs()]
+
+
+def training_request(
+    name: str,
+    priority: int | None = None,
+    instance_type: str = "ml.p5.48xlarge",
+    instance_count: int = 1,
+    run_seconds: float | None = None,
+    role_arn: str = ROLE_ARN,
+) -> dict:
+    """A CreateTrainingJob request shaped as the SageMaker Python SDK builds it."""
+    tags = []
+    if priority is not None:
+        tags.append({"Key": "priority", "Value": str(priority)})
+    if run_seconds is not None:
+        tags.append({"Key": "simulated-run-seconds", "Value": str(run_seconds)})
+    request = {
+        "TrainingJobName": name,
+        "RoleArn": role_arn,
+        "AlgorithmSpecification": {
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+            "pytorch-training:2.3.0-gpu-py311",
+            "TrainingInputMode": "File",
+            "EnableSageMakerMetricsTimeSeries": True,
+        },
+        "OutputDataConfig": {"S3OutputPath": "s3://my-bucket/output"},
+        "ResourceConfig": {
+            "InstanceType": instance_type,
+            "InstanceCount": instance_count,
+            "VolumeSizeInGB": 30,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        "HyperParameters": {
+            "sagemaker_program": '"train.py"',
+            "sagemaker_submit_directory": f'"s3://my-bucket/{name}/source/sourcedir.tar.gz"',
+            "sagemaker_region": '"us-east-1"',
+        },
+        "EnableNetworkIsolation": False,
+        "EnableInterContainerTrafficEncryption": False,
+        "EnableManagedSpotTraining": False,
+        "DebugHookConfig": {"S3OutputPath": "s3://my-bucket/output", "CollectionConfigurations": []},
+        "ProfilerConfig": {"S3OutputPath": "s3://my-bucket/output", "DisableProfiler": False},
+        "Environment": {},
+        "RetryStrategy": None,
+    }
+    request.pop("RetryStrategy")
+    if tags:
+        request["Tags"] = tags
+    return request

@@ -1,0 +1,324 @@
+"""A SageMaker training-job service with a realistic lifecycle, for tests and demos.
+
+moto's SageMaker completes a job the moment it is created, has no StopTrainingJob and lets a
+name be reused. This one answers the real boto3 client (it is hooked into the client's
+``before-call`` event, so requests are serialized and responses parsed by botocore as usual)
+and behaves like the service on a simulated clock:
+
+* CreateTrainingJob → InProgress; Completed after the job's run time
+  (``default_run_seconds``, or the job's ``simulated-run-seconds`` tag);
+* StopTrainingJob → Stopping, then Stopped after ``stop_seconds``; instances stay held
+  while Stopping;
+* names are unique forever (ResourceInUse), unknown names are a ValidationException;
+* an account quota per instance type (ResourceLimitExceeded beyond it), and faults to
+  inject: refused or throttled creates, and jobs that fail for lack of capacity;
+* every status change is queued as an EventBridge "SageMaker Training Job State Change".
+
+Operations it does not implement fall through to whatever else answers the client (moto).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from botocore.awsrequest import AWSResponse
+from botocore.parsers import create_parser
+
+RUN_SECONDS_TAG = "simulated-run-seconds"
+_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_HOLDING = ("InProgress", "Stopping")
+
+
+class SageMakerFault(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+@dataclass
+class _TrainingJob:
+    name: str
+    arn: str
+    request: dict
+    tags: dict[str, str]
+    demand: dict[str, int]
+    created_at: float
+    ends_at: float  # when it completes (or fails) if nobody stops it
+    status: str = "InProgress"
+    secondary: str = "Starting"
+    failure_reason: str | None = None
+    end_reason: tuple[str, str | None] = ("Completed", None)
+    stopped_at: float | None = None
+    ended_at: float | None = None
+    transitions: list[dict] = field(default_factory=list)
+
+
+class LocalSageMaker:
+    """The emulated service. Attach it to a boto3 SageMaker client with :meth:`install`.
+
+    Example::
+
+        sagemaker = LocalSageMaker(clock, default_run_seconds=600, stop_seconds=60)
+        client = boto3.client("sagemaker", region_name="us-east-1")
+        sagemaker.install(client)
+        sagemaker.refuse_next_creates(1)            # one ResourceLimitExceeded
+    """
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        default_run_seconds: float = 600.0,
+        stop_seconds: float = 60.0,
+        account_limits: dict[str, int] | None = None,
+        region: str = "us-east-1",
+        account: str = "123456789012",
+    ) -> None:
+        self.clock = clock
+        self.default_run_seconds = default_run_seconds
+        self.stop_seconds = stop_seconds
+        self.account_limits = dict(account_limits or {})
+        self.region, self.account = region, account
+        self.jobs: dict[str, _TrainingJob] = {}
+        self.events: deque[dict] = deque()  # state-change events not yet delivered
+        self.peak_in_use: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+        self._faults: deque[SageMakerFault] = deque()
+        self._capacity_failures = 0
+        self._lock = threading.RLock()
+        self._operations = {
+            "CreateTrainingJob": self.create_training_job,
+            "DescribeTrainingJob": self.describe_training_job,
+            "StopTrainingJob": self.stop_training_job,
+            "ListTags": self.list_tags,
+        }
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def install(self, client) -> None:
+        """Answer this boto3 client's training-job calls."""
+        client.meta.events.register_first("before-call.sagemaker", self._answer)
+
+    def _answer(self, model, params, **_):
+        operation = self._operations.get(model.name)
+        if operation is None:
+            return None
+        body = json.loads(params.get("body") or b"{}")
+        try:
+            with self._lock:
+                self.calls[model.name] = self.calls.get(model.name, 0) + 1
+                status, payload = 200, operation(body)
+        except SageMakerFault as fault:
+            status, payload = fault.status, {"__type": fault.code, "message": fault.message}
+        raw = json.dumps(payload, default=str).encode()
+        headers = {"x-amzn-requestid": str(uuid.uuid4()), "content-type": "application/x-amz-json-1.1"}
+        parsed = create_parser("json").parse(
+            {"status_code": status, "headers": headers, "body": raw}, model.output_shape
+        )
+        return AWSResponse("https://api.sagemaker.local/", status, headers, None), parsed
+
+    # -- fault injection -------------------------------------------------------------------
+
+    def refuse_next_creates(self, count: int, code: str = "ResourceLimitExceeded") -> None:
+        """The next ``count`` CreateTrainingJob calls fail with ``code``."""
+        messages = {
+            "ResourceLimitExceeded": "The account-level service limit for training job "
+            "instances is exceeded.",
+            "ThrottlingException": "Rate exceeded",
+            "ValidationException": "Invalid request",
+        }
+        for _ in range(count):
+            self._faults.append(SageMakerFault(code, messages.get(code, code)))
+
+    def fail_next_jobs_for_capacity(self, count: int) -> None:
+        """The next ``count`` created jobs fail at once with a CapacityError."""
+        self._capacity_failures += count
+
+    def set_run_seconds(self, name: str, seconds: float) -> None:
+        """Change how long a running job still takes, counted from now."""
+        with self._lock:
+            self.jobs[name].ends_at = self.clock() + seconds
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def create_training_job(self, request: dict) -> dict:
+        name = request.get("TrainingJobName", "")
+        if self._faults:
+            raise self._faults.popleft()
+        if not _NAME.match(name):
+            raise SageMakerFault("ValidationException", f"Invalid TrainingJobName {name!r}")
+        if name in self.jobs:
+            raise SageMakerFault(
+                "ResourceInUse", f"Training job names must be unique; {name} already exists"
+            )
+        demand = _demand(request.get("ResourceConfig", {}))
+        for itype, count in demand.items():
+            limit = self.account_limits.get(itype)
+            if limit is not None and self._in_use(itype) + count > limit:
+                raise SageMakerFault(
+                    "ResourceLimitExceeded",
+                    f"The account-level service limit '{itype} for training job usage' is "
+                    f"{limit} Instances, with current utilization of {self._in_use(itype)}",
+                )
+        now = self.clock()
+        tags = {t["Key"]: t["Value"] for t in request.get("Tags", [])}
+        run_seconds = float(tags.get(RUN_SECONDS_TAG, self.default_run_seconds))
+        job = _TrainingJob(
+            name=name,
+            arn=f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}",
+            request=request,
+            tags=tags,
+            demand=demand,
+            created_at=now,
+            ends_at=now + run_seconds,
+        )
+        if self._capacity_failures:
+            self._capacity_failures -= 1
+            job.ends_at = now
+            job.end_reason = (
+                "Failed",
+                "CapacityError: Unable to provision requested ML compute capacity. "
+                "Please retry using a different ML instance type.",
+            )
+        self.jobs[name] = job
+        self._transition(job, "InProgress", "Starting")
+        for itype in demand:
+            self.peak_in_use[itype] = max(self.peak_in_use.get(itype, 0), self._in_use(itype))
+        return {"TrainingJobArn": job.arn}
+
+    def describe_training_job(self, request: dict) -> dict:
+        job = self._job(request.get("TrainingJobName", ""))
+        request_fields = (
+            "RoleArn",
+            "AlgorithmSpecification",
+            "ResourceConfig",
+            "StoppingCondition",
+            "OutputDataConfig",
+            "HyperParameters",
+            "InputDataConfig",
+        )
+        output_path = job.request.get("OutputDataConfig", {}).get("S3OutputPath", "")
+        description = {
+            "TrainingJobName": job.name,
+            "TrainingJobArn": job.arn,
+            "TrainingJobStatus": job.status,
+            "SecondaryStatus": job.secondary,
+            "CreationTime": job.created_at,
+            "TrainingStartTime": job.created_at,
+            "LastModifiedTime": (job.transitions[-1]["StartTime"] if job.transitions else job.created_at),
+            "SecondaryStatusTransitions": job.transitions,
+            "ModelArtifacts": {"S3ModelArtifacts": f"{output_path.rstrip('/')}/{job.name}/output/model.tar.gz"},
+            **{k: job.request[k] for k in request_fields if k in job.request},
+        }
+        if job.ended_at is not None:
+            description["TrainingEndTime"] = job.ended_at
+            description["BillableTimeInSeconds"] = int(job.ended_at - job.created_at)
+        if job.failure_reason:
+            description["FailureReason"] = job.failure_reason
+        return description
+
+    def stop_training_job(self, request: dict) -> dict:
+        job = self._job(request.get("TrainingJobName", ""))
+        if job.status != "InProgress":
+            raise SageMakerFault(
+                "ValidationException",
+                f"The request was rejected because the training job is in status {job.status}.",
+            )
+        job.stopped_at = self.clock()
+        self._transition(job, "Stopping", "Stopping")
+        return {}
+
+    def list_tags(self, request: dict) -> dict:
+        arn = request.get("ResourceArn", "")
+        for job in self.jobs.values():
+            if job.arn == arn:
+                return {"Tags": [{"Key": k, "Value": v} for k, v in job.tags.items()]}
+        raise SageMakerFault("ValidationException", f"Resource {arn} not found.")
+
+    # -- the clock -------------------------------------------------------------------------
+
+    def next_change_at(self) -> float | None:
+        """When the next job changes status on its own, if any does."""
+        with self._lock:
+            times = [self._change_at(job) for job in self.jobs.values()]
+            return min((t for t in times if t is not None), default=None)
+
+    def run_until(self, when: float) -> None:
+        """Apply every status change due by ``when`` (the clock already reads ``when``)."""
+        with self._lock:
+            for job in self.jobs.values():
+                due = self._change_at(job)
+                if due is None or due > when:
+                    continue
+                if job.status == "Stopping":
+                    job.ended_at = due
+                    self._transition(job, "Stopped", "Stopped")
+                else:
+                    status, reason = job.end_reason
+                    job.ended_at = due
+                    job.failure_reason = reason
+                    self._transition(job, status, status)
+
+    def in_use(self) -> dict[str, int]:
+        """Instances held now (InProgress or Stopping), per type."""
+        with self._lock:
+            types = {t for job in self.jobs.values() for t in job.demand}
+            return {t: self._in_use(t) for t in sorted(types)}
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _job(self, name: str) -> _TrainingJob:
+        job = self.jobs.get(name)
+        if job is None:
+            raise SageMakerFault("ValidationException", "Requested resource not found.")
+        return job
+
+    def _change_at(self, job: _TrainingJob) -> float | None:
+        if job.status == "InProgress":
+            return job.ends_at
+        if job.status == "Stopping":
+            return job.stopped_at + self.stop_seconds
+        return None
+
+    def _in_use(self, itype: str) -> int:
+        return sum(j.demand.get(itype, 0) for j in self.jobs.values() if j.status in _HOLDING)
+
+    def _transition(self, job: _TrainingJob, status: str, secondary: str) -> None:
+        now = self.clock()
+        job.status, job.secondary = status, secondary
+        job.transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": status})
+        detail = self.describe_training_job({"TrainingJobName": job.name})
+        detail = {k: _epoch_ms(v) if k.endswith("Time") else v for k, v in detail.items()}
+        detail["Tags"] = dict(job.tags)
+        self.events.append(
+            {
+                "version": "0",
+                "id": str(uuid.uuid4()),
+                "detail-type": "SageMaker Training Job State Change",
+                "source": "aws.sagemaker",
+                "account": self.account,
+                "time": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "region": self.region,
+                "resources": [job.arn],
+                "detail": detail,
+            }
+        )
+
+
+def _demand(resource_config: dict) -> dict[str, int]:
+    groups = resource_config.get("InstanceGroups") or [resource_config]
+    demand: dict[str, int] = {}
+    for group in groups:
+        itype = group.get("InstanceType", "")
+        demand[itype] = demand.get(itype, 0) + int(group.get("InstanceCount", 0))
+    return demand
+
+
+def _epoch_ms(value):
+    return int(value * 1000) if isinstance(value, int | float) else value

@@ -1,0 +1,104 @@
+"""Lambda entry point: routes API Gateway requests, SageMaker state changes and the
+scheduled sweep to the queue service. Wiring only.
+
+Handler: ``job_queue.handler.lambda_handler``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import boto3
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from botocore.config import Config
+
+from job_queue.config import Settings
+from job_queue.routes import make_app
+from job_queue.sagemaker import SageMakerGateway
+from job_queue.service import QueueService
+from job_queue.store import DynamoJobStore
+
+STATE_CHANGE = "SageMaker Training Job State Change"
+SCHEDULED = "Scheduled Event"
+
+logger = Logger()
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """What outlives one invocation: settings and AWS clients (created once per container)."""
+
+    settings: Settings
+    store: DynamoJobStore
+    sagemaker: SageMakerGateway
+    clock: Callable[[], float] = time.time
+
+    @classmethod
+    def from_clients(cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep):
+        return cls(
+            settings=settings,
+            store=DynamoJobStore(
+                dynamodb, settings.table_name, settings.finished_retention_days * 86400
+            ),
+            sagemaker=SageMakerGateway(sagemaker, settings.queue_name, sleep=sleep),
+            clock=clock,
+        )
+
+
+@functools.cache
+def _from_environment() -> Dependencies:
+    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+    return Dependencies.from_clients(
+        Settings.from_environment(),
+        boto3.client("dynamodb", config=config),
+        boto3.client("sagemaker", config=config),
+    )
+
+
+def lambda_handler(event: dict, context) -> dict | None:
+    return handle(event, context, _from_environment())
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handle(event: dict, context, deps: Dependencies) -> dict | None:
+    """Process one event with the given dependencies (the local runner passes its own)."""
+    service = QueueService(deps.store, deps.sagemaker, deps.settings, deps.clock)
+    try:
+        if "httpMethod" in event:
+            return make_app(service).resolve(event, context)
+        kind = event.get("detail-type")
+        if kind == STATE_CHANGE:
+            service.on_state_change(event.get("detail") or {})
+        elif kind == SCHEDULED:
+            service.reconcile()
+        else:
+            logger.warning("ignoring an event of unknown kind", extra={"detail_type": kind})
+        return None
+    finally:
+        _emit_metrics(service)
+
+
+def _emit_metrics(service: QueueService) -> None:
+    # One metrics object per invocation: nothing is shared between overlapping invocations.
+    metrics = EphemeralMetrics(
+        namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "TrainingJobQueue"),
+        service=service.settings.queue_name,
+    )
+    report = service.report
+    if report.waits_at_start:
+        metrics.add_metric("JobsStarted", MetricUnit.Count, len(report.waits_at_start))
+        for wait in report.waits_at_start:
+            metrics.add_metric("WaitSecondsAtStart", MetricUnit.Seconds, wait)
+    if report.preemptions:
+        metrics.add_metric("Preemptions", MetricUnit.Count, report.preemptions)
+    for itype, count in report.instances_in_use.items():
+        metrics.add_metric(f"InstancesInUse.{itype}", MetricUnit.Count, count)
+    if report.queue_depth is not None:
+        metrics.add_metric("QueueDepth", MetricUnit.Count, report.queue_depth)
+    if metrics.metric_set:
+        metrics.flush_metrics()

@@ -1,0 +1,94 @@
+"""The queue's domain: job states, a queued job, and the SageMaker jobs started for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class JobState(StrEnum):
+    """Where a queued job is in its life. The value is what the API and the CLI show."""
+
+    PENDING = "pending"  # waiting in the queue; starts when capacity allows
+    STARTING = "starting"  # capacity claimed, CreateTrainingJob under way
+    RUNNING = "running"  # its SageMaker job is InProgress
+    PREEMPTING = "preempting"  # being stopped for a higher-priority job
+    PREEMPTED = "preempted"  # stopped for a higher-priority job; waits to resume, in place
+    CANCELLING = "cancelling"  # being stopped because a user cancelled it
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"  # stopped outside the queue (console, CLI); not requeued
+
+    @property
+    def holds_instances(self) -> bool:
+        """True while the job's instances count against the capacity."""
+        return self in _HOLDING
+
+    @property
+    def is_stopping(self) -> bool:
+        """True while a stop is under way: the instances are held, but about to free."""
+        return self in (JobState.PREEMPTING, JobState.CANCELLING)
+
+    @property
+    def is_waiting(self) -> bool:
+        """True while the job is in the queue, waiting for instances."""
+        return self in (JobState.PENDING, JobState.PREEMPTED)
+
+    @property
+    def is_finished(self) -> bool:
+        return self in _FINISHED
+
+
+_HOLDING = frozenset(
+    {JobState.STARTING, JobState.RUNNING, JobState.PREEMPTING, JobState.CANCELLING}
+)
+_FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})
+
+# How many instances of each type a job holds while it runs, e.g. {"ml.p5.48xlarge": 2}.
+Demand = Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One SageMaker training job started for a queued job."""
+
+    number: int
+    sagemaker_job_name: str
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None  # completed, failed, preempted, cancelled, stopped
+    failure_reason: str | None = None
+    preempted_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A queued training job: the user's CreateTrainingJob request and its place in the queue."""
+
+    name: str
+    priority: int
+    seq: int  # submission order; FIFO within a priority, kept across preemptions
+    demand: Demand
+    state: JobState
+    submitted_at: float
+    request: Mapping = field(repr=False)
+    request_hash: str = ""
+    attempt_name: str | None = None  # SageMaker job name of the current or next attempt
+    attempts: tuple[Attempt, ...] = ()
+    preempted_by: str | None = None
+    not_before: float = 0.0  # after a refused start, retry no earlier than this
+    start_failures: int = 0
+    last_error: str | None = None
+    failure_reason: str | None = None
+    first_started_at: float | None = None
+    ended_at: float | None = None
+
+    @property
+    def preemptions(self) -> int:
+        return sum(1 for a in self.attempts if a.outcome == "preempted")
+
+    @property
+    def current_attempt(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None

@@ -1,0 +1,66 @@
+"""REST routes of the private API. Each route is one service call and a JSON answer."""
+
+from __future__ import annotations
+
+import json
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+
+from job_queue.errors import InvalidRequest, QueueError
+from job_queue.request import parse_body
+from job_queue.scheduler.planner import preemption_order
+from job_queue.service import QueueService
+from job_queue.views import active_row, job_detail, waiting_row
+
+
+def make_app(service: QueueService) -> APIGatewayRestResolver:
+    """The API for one invocation, bound to its service."""
+    app = APIGatewayRestResolver()
+
+    @app.exception_handler(QueueError)
+    def queue_error(error: QueueError) -> Response:
+        return _json(error.status, {"message": str(error), "error": type(error).__name__})
+
+    @app.post("/add-job")
+    def add_job():
+        submitted = service.submit(parse_body(app.current_event.body))
+        body = {
+            "job": job_detail(submitted.job, submitted.position, service.clock()),
+            "position": submitted.position,
+        }
+        return _json(201 if submitted.created else 200, body)
+
+    @app.get("/jobs")
+    def list_jobs():
+        pool, waiting = service.queue()
+        now = service.clock()
+        # Active jobs first, highest priority first (the reverse of the preemption order),
+        # then the waiting queue in the order jobs will start.
+        active = sorted(pool.jobs, key=preemption_order, reverse=True)
+        rows = [active_row(j, pool.attempt_names[j.name], now) for j in active]
+        rows += [waiting_row(j, i, now) for i, j in enumerate(waiting, start=1)]
+        return _json(200, {"jobs": rows, "capacity": dict(service.settings.capacity)})
+
+    @app.get("/jobs/<name>")
+    def get_job(name: str):
+        job = service.get(name)
+        return _json(200, {"job": job_detail(job, service.position(job), service.clock())})
+
+    @app.delete("/jobs/<name>")
+    def cancel_job(name: str):
+        job = service.cancel(name)
+        return _json(200, {"job": job_detail(job, None, service.clock())})
+
+    @app.put("/jobs/<name>/priority")
+    def change_priority(name: str):
+        body = parse_body(app.current_event.body)
+        if "priority" not in body:
+            raise InvalidRequest('priority is required, e.g. {"priority": 5}')
+        job = service.set_priority(name, body["priority"])
+        return _json(200, {"job": job_detail(job, service.position(job), service.clock())})
+
+    return app
+
+
+def _json(status: int, body: dict) -> Response:
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body))

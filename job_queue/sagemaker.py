@@ -1,0 +1,182 @@
+"""The SageMaker gateway: start, stop and describe training jobs; classify their errors."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+# Tags on every SageMaker job the queue starts, so that events map back to queue entries
+# (and the EventBridge rule only matches this queue's jobs).
+TAG_QUEUE = "training-job-queue:queue"
+TAG_JOB = "training-job-queue:job"
+TAG_ATTEMPT = "training-job-queue:attempt"
+
+_CAPACITY_CODES = {"ResourceLimitExceeded", "InsufficientCapacityError", "CapacityError"}
+_THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException"}
+# A job that fails this way never ran: SageMaker could not get the instances.
+_CAPACITY_FAILURE_MARKERS = ("CapacityError", "InsufficientInstanceCapacity")
+
+
+def attempt_name(job_name: str, seq: int, attempt: int) -> str:
+    """The SageMaker job name of a job's ``attempt``-th start.
+
+    The first attempt keeps the user's name; later ones add ``-r<attempt>-<hash>`` (the hash
+    of name and submission number keeps them apart from jobs users name ``x-r2`` themselves),
+    shortening the name so the result stays within SageMaker's 63 characters.
+    """
+    if attempt == 1:
+        return job_name
+    digest = hashlib.sha256(f"{job_name}#{seq}".encode()).hexdigest()[:6]
+    suffix = f"-r{attempt}-{digest}"
+    return job_name[: 63 - len(suffix)].rstrip("-") + suffix
+
+
+def is_capacity_failure(reason: str | None) -> bool:
+    """True for a FailureReason meaning the instances could not be provisioned."""
+    return bool(reason) and any(marker in reason for marker in _CAPACITY_FAILURE_MARKERS)
+
+
+class StartOutcome(StrEnum):
+    STARTED = "started"
+    REFUSED = "refused"  # capacity, limits or throttling: nothing was created; retry later
+    INVALID = "invalid"  # SageMaker rejected the request; retrying cannot help
+    UNKNOWN = "unknown"  # the call failed in a way that leaves it unknown whether it ran
+
+
+@dataclass(frozen=True)
+class StartResult:
+    outcome: StartOutcome
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingJobStatus:
+    """What DescribeTrainingJob (or a state-change event) says about a SageMaker job."""
+
+    name: str
+    status: str  # InProgress, Completed, Failed, Stopping, Stopped
+    failure_reason: str | None
+    arn: str = ""
+
+
+class SageMakerGateway:
+    """CreateTrainingJob / StopTrainingJob / DescribeTrainingJob for the queue.
+
+    Example::
+
+        gateway = SageMakerGateway(boto3.client("sagemaker"), queue_name="my-queue")
+        result = gateway.start(request, "job-1", job_name="job-1", attempt=1)
+    """
+
+    def __init__(
+        self,
+        client,
+        queue_name: str,
+        sleep: Callable[[float], None] = time.sleep,
+        throttle_retries: int = 3,
+    ) -> None:
+        self._client = client
+        self._queue_name = queue_name
+        self._sleep = sleep
+        self._throttle_retries = throttle_retries
+
+    def start(
+        self, request: Mapping, sagemaker_name: str, job_name: str, attempt: int
+    ) -> StartResult:
+        """Create the SageMaker job for one attempt. Safe to repeat with the same name."""
+        ours = {TAG_QUEUE: self._queue_name, TAG_JOB: job_name, TAG_ATTEMPT: str(attempt)}
+        tags = [t for t in request.get("Tags", []) if t.get("Key") not in ours]
+        params = dict(request)
+        params["TrainingJobName"] = sagemaker_name
+        params["Tags"] = tags + [{"Key": k, "Value": v} for k, v in ours.items()]
+        try:
+            self._call(self._client.create_training_job, **params)
+        except ClientError as exc:
+            code, message = _error(exc)
+            if code == "ResourceInUse":
+                return self._adopt(sagemaker_name, job_name, attempt, message)
+            if code in _CAPACITY_CODES or code in _THROTTLING_CODES:
+                return StartResult(StartOutcome.REFUSED, f"{code}: {message}")
+            if code == "ValidationException":
+                return StartResult(StartOutcome.INVALID, f"{code}: {message}")
+            return StartResult(StartOutcome.UNKNOWN, f"{code}: {message}")
+        except BotoCoreError as exc:
+            return StartResult(StartOutcome.UNKNOWN, str(exc))
+        return StartResult(StartOutcome.STARTED)
+
+    def stop(self, sagemaker_name: str) -> None:
+        """Ask SageMaker to stop a job. A job that already ended or never existed is fine."""
+        try:
+            self._call(self._client.stop_training_job, TrainingJobName=sagemaker_name)
+        except ClientError as exc:
+            code, _ = _error(exc)
+            if code not in ("ValidationException", "ResourceNotFound"):
+                raise
+
+    def describe(self, sagemaker_name: str) -> TrainingJobStatus | None:
+        """The job's status, or None if SageMaker has no job of that name."""
+        try:
+            found = self._call(self._client.describe_training_job, TrainingJobName=sagemaker_name)
+        except ClientError as exc:
+            code, message = _error(exc)
+            if code == "ResourceNotFound" or "not found" in message.lower():
+                return None
+            raise
+        return TrainingJobStatus(
+            name=found["TrainingJobName"],
+            status=found["TrainingJobStatus"],
+            failure_reason=found.get("FailureReason"),
+            arn=found.get("TrainingJobArn", ""),
+        )
+
+    def _adopt(self, sagemaker_name: str, job_name: str, attempt: int, message: str):
+        # The name exists: either our own earlier call got through (a retried start), or
+        # somebody else's job has this name. Only our tags make it ours.
+        existing = self.describe(sagemaker_name)
+        tags = {}
+        if existing is not None and existing.arn:
+            listed = self._call(self._client.list_tags, ResourceArn=existing.arn)
+            tags = {t["Key"]: t["Value"] for t in listed.get("Tags", [])}
+        if tags.get(TAG_QUEUE) == self._queue_name and tags.get(TAG_JOB) == job_name and tags.get(
+            TAG_ATTEMPT
+        ) == str(attempt):
+            return StartResult(StartOutcome.STARTED)
+        return StartResult(
+            StartOutcome.INVALID,
+            f"a SageMaker training job named {sagemaker_name} already exists "
+            f"and was not started by this queue ({message})",
+        )
+
+    def _call(self, operation, **params):
+        for attempt in range(self._throttle_retries + 1):
+            try:
+                return operation(**params)
+            except ClientError as exc:
+                code, _ = _error(exc)
+                if code not in _THROTTLING_CODES or attempt == self._throttle_retries:
+                    raise
+                self._sleep(min(2.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
+        raise AssertionError("unreachable")
+
+
+def _error(exc: ClientError) -> tuple[str, str]:
+    error = exc.response.get("Error", {})
+    return error.get("Code", ""), error.get("Message", "")
+
+
+def state_change_pattern(queue_name: str) -> dict:
+    """The EventBridge pattern the template deploys: this queue's jobs, once they end."""
+    return {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {
+            "TrainingJobStatus": ["Completed", "Failed", "Stopped"],
+            "Tags": {TAG_QUEUE: [queue_name]},
+        },
+    }

@@ -1,0 +1,191 @@
+"""The scheduling decision: which waiting jobs start and which running jobs are preempted.
+
+Pure: no I/O, no clock. The same code runs in the Lambda and in the simulator.
+
+Rules, in queue order (priority high to low, then submission order):
+
+* A job starts when every instance type it needs has enough free instances.
+* Otherwise it may claim instances that stopping jobs are about to free, and, if that is
+  still not enough, preempt running jobs of strictly lower priority: lowest priority first,
+  then the most recently started; only as many as it needs, and only if they let it start.
+* A job that can start neither now nor after those stops holds back every later job that needs one of its instance types,
+  so that equal priorities stay first come, first served and a big job is not starved by
+  small ones. Jobs of other types are not held back.
+* A job backing off after a refused start is passed over: it holds back nobody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from job_queue.models import Demand, JobState
+from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+
+
+class Planner:
+    """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
+
+    Waiting jobs are offered one at a time so that the caller can stop reading the queue
+    as soon as no instance type can take another job (``open_types`` is empty)::
+
+        planner = Planner(active, capacity={"ml.p5.48xlarge": 2}, now=now)
+        for job in waiting_in_queue_order:
+            planner.offer(job)
+            if not planner.open_types:
+                break
+        plan = planner.plan()
+    """
+
+    def __init__(
+        self,
+        active: Iterable[ActiveJob],
+        capacity: Mapping[str, int],
+        now: float,
+        policy: Policy = Policy(),
+    ) -> None:
+        self._capacity = dict(capacity)
+        self._now = now
+        self._policy = policy
+        self._free = dict(self._capacity)
+        self._releasing = dict.fromkeys(self._capacity, 0)  # held by stopping jobs
+        candidates = []
+        for job in active:
+            for itype, count in job.demand.items():
+                if itype in self._free:
+                    self._free[itype] -= count
+                    if job.stopping:
+                        self._releasing[itype] += count
+            if job.state == JobState.RUNNING:
+                candidates.append(job)
+        # Capacity lowered below what is in use: nothing is free, nothing is owed.
+        self._free = {itype: max(0, free) for itype, free in self._free.items()}
+        self._candidates = sorted(candidates, key=preemption_order)
+        self._held_types: set[str] = set()
+        self._starts: list[WaitingJob] = []
+        self._preemptions: list[Preemption] = []
+
+    @property
+    def open_types(self) -> frozenset[str]:
+        """Instance types that a job later in the queue could still get."""
+        return frozenset(self._capacity) - self._held_types
+
+    def offer(self, job: WaitingJob) -> None:
+        """Decide for the next waiting job in queue order."""
+        if job.not_before > self._now:
+            return
+        if any(itype not in self._capacity for itype in job.demand):
+            return  # its type lost its capacity after it was queued; it cannot start
+        if any(itype in self._held_types for itype in job.demand):
+            self._held_types.update(job.demand)
+            return
+
+        missing = _missing(job.demand, self._free)
+        if not missing:
+            self._take(job.demand)
+            self._starts.append(job)
+            return
+
+        uncovered = _missing(missing, self._releasing)
+        victims: tuple[ActiveJob, ...] = ()
+        if uncovered:
+            found = (
+                choose_victims(job, uncovered, self._candidates)
+                if self._policy.preemption
+                else None
+            )
+            if found is None:
+                self._held_types.update(job.demand)
+                return
+            victims = found
+
+        for victim in victims:
+            self._candidates.remove(victim)
+            for itype, count in victim.demand.items():
+                if itype in self._releasing:
+                    self._releasing[itype] += count
+            self._preemptions.append(
+                Preemption(victim, job.name, _reason(victim, job))
+            )
+        # The job owns what is free and what is stopping, up to its demand, and starts
+        # once the stops finish; later jobs get only what is left.
+        self._take(job.demand)
+
+    def plan(self) -> Plan:
+        return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
+
+    def _take(self, demand: Demand) -> None:
+        for itype, count in demand.items():
+            from_free = min(self._free[itype], count)
+            self._free[itype] -= from_free
+            self._releasing[itype] -= min(self._releasing[itype], count - from_free)
+
+
+def plan(
+    waiting: Iterable[WaitingJob],
+    active: Iterable[ActiveJob],
+    capacity: Mapping[str, int],
+    now: float,
+    policy: Policy = Policy(),
+) -> Plan:
+    """Plan one scheduling pass over a whole queue (``waiting`` in queue order)."""
+    planner = Planner(active, capacity, now, policy)
+    for job in waiting:
+        planner.offer(job)
+        if not planner.open_types:
+            break
+    return planner.plan()
+
+
+def queue_order(job: WaitingJob) -> tuple[int, int]:
+    """Sort key of the queue: higher priority first, then first submitted first."""
+    return (-job.priority, job.seq)
+
+
+def preemption_order(job: ActiveJob) -> tuple[int, float, str]:
+    """Sort key of preemption candidates: lowest priority, then most recently started."""
+    return (job.priority, -job.started_at, job.name)
+
+
+def choose_victims(
+    preemptor: WaitingJob, missing: Demand, candidates: Iterable[ActiveJob]
+) -> tuple[ActiveJob, ...] | None:
+    """The fewest running jobs whose stop gives ``preemptor`` the ``missing`` instances.
+
+    Candidates are taken in preemption order, only strictly lower-priority ones that hold a
+    missing type; victims that turn out unnecessary are released again, last taken first.
+    None when even all of them would not be enough: then nobody is preempted.
+    """
+    remaining = dict(missing)
+    chosen: list[ActiveJob] = []
+    for candidate in candidates:
+        if all(n <= 0 for n in remaining.values()):
+            break
+        if candidate.priority >= preemptor.priority:
+            continue
+        if not any(remaining.get(itype, 0) > 0 for itype in candidate.demand):
+            continue
+        chosen.append(candidate)
+        for itype in remaining:
+            remaining[itype] -= candidate.demand.get(itype, 0)
+    if any(n > 0 for n in remaining.values()):
+        return None
+    for candidate in reversed(list(chosen)):
+        if all(n + candidate.demand.get(itype, 0) <= 0 for itype, n in remaining.items()):
+            chosen.remove(candidate)
+            for itype in remaining:
+                remaining[itype] += candidate.demand.get(itype, 0)
+    return tuple(chosen)
+
+
+def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
+    return {
+        itype: count - available[itype]
+        for itype, count in demand.items()
+        if count > available[itype]
+    }
+
+
+def _reason(victim: ActiveJob, preemptor: WaitingJob) -> str:
+    return (
+        f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"
+    )

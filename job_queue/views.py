@@ -1,0 +1,85 @@
+"""JSON shapes of jobs in API answers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from job_queue.models import Demand, Job
+from job_queue.scheduler import ActiveJob, WaitingJob
+
+
+def iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _instances(demand: Demand) -> dict:
+    types = list(demand)
+    return {
+        "instance_type": types[0] if len(types) == 1 else "+".join(sorted(types)),
+        "instance_count": sum(demand.values()),
+        "instances": dict(demand),
+    }
+
+
+def job_detail(job: Job, position: int | None, now: float) -> dict:
+    """GET /jobs/{name}: the job, its place in the queue, and every SageMaker job it ran as."""
+    view = {
+        "name": job.name,
+        "state": job.state.value,
+        "priority": job.priority,
+        "position": position,
+        **_instances(job.demand),
+        "submitted_at": iso(job.submitted_at),
+        "first_started_at": iso(job.first_started_at),
+        "ended_at": iso(job.ended_at),
+        "waiting_seconds": round((job.first_started_at or job.ended_at or now) - job.submitted_at, 1),
+        "sagemaker_job_name": job.attempt_name,
+        "preemptions": job.preemptions,
+        "preempted_by": job.preempted_by,
+        "failure_reason": job.failure_reason,
+        "start_failures": job.start_failures,
+        "last_start_error": job.last_error,
+        "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+        "attempts": [
+            {
+                "attempt": a.number,
+                "sagemaker_job_name": a.sagemaker_job_name,
+                "started_at": iso(a.started_at),
+                "ended_at": iso(a.ended_at),
+                "outcome": a.outcome,
+                "failure_reason": a.failure_reason,
+                "preempted_by": a.preempted_by,
+            }
+            for a in job.attempts
+        ],
+    }
+    return view
+
+
+def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
+    """A job holding instances, as a row of GET /jobs."""
+    return {
+        "name": job.name,
+        "state": job.state.value,
+        "priority": job.priority,
+        "position": None,
+        **_instances(job.demand),
+        "sagemaker_job_name": sagemaker_job_name,
+        "running_seconds": round(now - job.started_at, 1),
+    }
+
+
+def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
+    """A pending job, as a row of GET /jobs."""
+    return {
+        "name": job.name,
+        "state": job.state.value,
+        "priority": job.priority,
+        "position": position,
+        **_instances(job.demand),
+        "submitted_at": iso(job.submitted_at),
+        "waiting_seconds": round(now - job.submitted_at, 1),
+        "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+    }

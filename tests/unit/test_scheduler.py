@@ -1,0 +1,209 @@
+"""The scheduling rules, as scenarios. Each row: what runs, what waits, what should happen."""
+
+import copy
+from dataclasses import dataclass, field
+
+import pytest
+
+from job_queue.models import JobState
+from job_queue.scheduler import ActiveJob, Policy, WaitingJob, plan
+
+P5 = "ml.p5.48xlarge"
+G5 = "ml.g5.xlarge"
+NOW = 10_000.0
+
+
+def waiting(name, priority=0, instances=1, itype=P5, seq=None, not_before=0.0, demand=None):
+    return WaitingJob(
+        name=name,
+        priority=priority,
+        seq=seq if seq is not None else _seq(name),
+        demand=demand or {itype: instances},
+        not_before=not_before,
+    )
+
+
+def running(name, priority=0, instances=1, itype=P5, started=0.0, state=JobState.RUNNING, demand=None):
+    return ActiveJob(
+        name=name,
+        priority=priority,
+        seq=_seq(name),
+        demand=demand or {itype: instances},
+        state=state,
+        started_at=started,
+    )
+
+
+def _seq(name):
+    return sum(ord(c) * 31**i for i, c in enumerate(name)) % 10_000
+
+
+@dataclass
+class Scenario:
+    title: str
+    waiting: list
+    active: list = field(default_factory=list)
+    capacity: dict = field(default_factory=lambda: {P5: 2})
+    starts: list = field(default_factory=list)
+    preempted: list = field(default_factory=list)
+    policy: Policy = field(default_factory=Policy)
+
+
+SCENARIOS = [
+    Scenario(
+        "jobs start while there is room",
+        waiting=[waiting("a"), waiting("b"), waiting("c")],
+        starts=["a", "b"],
+    ),
+    Scenario(
+        "queue order is kept: the first job that fits is the first in line",
+        waiting=[waiting("high", 3, seq=9), waiting("low", 1, seq=1)],
+        capacity={P5: 1},
+        starts=["high"],
+    ),
+    Scenario(
+        "a full pool of equal priority: the newcomer waits",
+        waiting=[waiting("new", 1)],
+        active=[running("a", 1), running("b", 1)],
+    ),
+    Scenario(
+        "higher priority preempts the lowest-priority running job",
+        waiting=[waiting("urgent", 3)],
+        active=[running("mid", 2, started=1), running("low", 1, started=2)],
+        preempted=["low"],
+    ),
+    Scenario(
+        "among equal victims, the most recently started is preempted",
+        waiting=[waiting("urgent", 3)],
+        active=[running("old", 1, started=1), running("recent", 1, started=5)],
+        preempted=["recent"],
+    ),
+    Scenario(
+        "equal priority never preempts",
+        waiting=[waiting("same", 2)],
+        active=[running("a", 2), running("b", 2)],
+    ),
+    Scenario(
+        "only as many victims as needed",
+        waiting=[waiting("urgent", 5, instances=2)],
+        active=[running(n, 1, started=i) for i, n in enumerate("abcd")],
+        capacity={P5: 4},
+        preempted=["d", "c"],
+    ),
+    Scenario(
+        "no preemption when the victims would not let the job start",
+        waiting=[waiting("big", 5, instances=2)],
+        active=[running("vip", 9), running("low", 1)],
+        capacity={P5: 2},
+    ),
+    Scenario(
+        "one large victim rather than a small one it does not need",
+        waiting=[waiting("urgent", 5, instances=2)],
+        active=[running("small", 1, 1, started=9), running("large", 2, 2, started=1)],
+        capacity={P5: 3},
+        preempted=["large"],
+    ),
+    Scenario(
+        "a stopping job counts as capacity about to free: no second preemption",
+        waiting=[waiting("urgent", 3)],
+        active=[running("stopping", 1, state=JobState.PREEMPTING), running("low", 1)],
+    ),
+    Scenario(
+        "capacity about to free goes to the first in line, the next one preempts",
+        waiting=[waiting("u1", 3), waiting("u2", 3)],
+        active=[running("stopping", 1, state=JobState.PREEMPTING), running("low", 1)],
+        preempted=["low"],
+    ),
+    Scenario(
+        "a cancelling job also frees capacity soon",
+        waiting=[waiting("next", 1)],
+        active=[running("going", 1, state=JobState.CANCELLING), running("b", 1)],
+    ),
+    Scenario(
+        "a starting job is not preempted",
+        waiting=[waiting("urgent", 3)],
+        active=[running("new", 1, state=JobState.STARTING), running("vip", 5)],
+    ),
+    Scenario(
+        "preemption only among jobs of the needed instance type",
+        waiting=[waiting("urgent", 3, itype=G5)],
+        active=[running("p5-low", 0, itype=P5), running("g5-mid", 1, itype=G5)],
+        capacity={P5: 1, G5: 1},
+        preempted=["g5-mid"],
+    ),
+    Scenario(
+        "a job that cannot start holds back later jobs of its type (FIFO)",
+        waiting=[waiting("gang", 1, instances=2), waiting("small", 1)],
+        active=[running("a", 1)],
+    ),
+    Scenario(
+        "a job held back on one type does not hold back another type",
+        waiting=[waiting("gang", 1, instances=2), waiting("g5", 1, itype=G5)],
+        active=[running("a", 1)],
+        capacity={P5: 2, G5: 1},
+        starts=["g5"],
+    ),
+    Scenario(
+        "a job backing off after a refused start does not hold back the next",
+        waiting=[waiting("refused", 5, not_before=NOW + 60), waiting("next", 1)],
+        capacity={P5: 1},
+        starts=["next"],
+    ),
+    Scenario(
+        "a backoff that has passed lets the job start again",
+        waiting=[waiting("refused", 5, not_before=NOW - 1)],
+        starts=["refused"],
+    ),
+    Scenario(
+        "a heterogeneous job needs every group's instances",
+        waiting=[waiting("hetero", 2, demand={P5: 1, G5: 2})],
+        active=[running("g5-low", 1, itype=G5)],
+        capacity={P5: 1, G5: 2},
+        preempted=["g5-low"],
+    ),
+    Scenario(
+        "a job of a type without capacity never starts and holds back nobody",
+        waiting=[waiting("orphan", 9, itype="ml.trn1.32xlarge"), waiting("ok", 1)],
+        starts=["ok"],
+    ),
+    Scenario(
+        "with preemption off the queue is a plain capped queue",
+        waiting=[waiting("urgent", 9), waiting("later", 1)],
+        active=[running("low", 0)],
+        capacity={P5: 1},
+        policy=Policy(preemption=False),
+    ),
+    Scenario(
+        "capacity lowered below what runs: nothing starts, nothing is preempted for it",
+        waiting=[waiting("next", 0)],
+        active=[running("a", 1), running("b", 1)],
+        capacity={P5: 1},
+    ),
+]
+
+
+@pytest.mark.parametrize("s", SCENARIOS, ids=[s.title for s in SCENARIOS])
+def test_scenario(s: Scenario):
+    waiting_before = copy.deepcopy(s.waiting)
+    active_before = copy.deepcopy(s.active)
+
+    result = plan(s.waiting, s.active, s.capacity, NOW, s.policy)
+
+    assert [j.name for j in result.starts] == s.starts
+    assert [p.victim.name for p in result.preemptions] == s.preempted
+    assert s.waiting == waiting_before and s.active == active_before, "input was mutated"
+
+
+def test_preemption_names_its_reason():
+    result = plan([waiting("urgent", 3)], [running("low", 1), running("b", 2)], {P5: 2}, NOW)
+    (preemption,) = result.preemptions
+    assert preemption.preemptor == "urgent"
+    assert "priority 3 > 1" in preemption.reason
+
+
+def test_never_plans_beyond_capacity():
+    # Many jobs of every size against a small pool: what starts fits in what is free.
+    jobs = [waiting(f"j{i}", priority=i % 3, instances=1 + i % 3, seq=i) for i in range(30)]
+    active = [running("r", 0, instances=1)]
+    result = plan(jobs, active, {P5: 4}, NOW)
+    assert sum(j.demand[P5] for j in result.starts) + 1 <= 4
