@@ -1,0 +1,36 @@
+# The two commands: `make demo` runs the queue locally, `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: install demo test lint clean build-QueueFunction
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	$(BIN)/python -m tjq.demo
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint template.yaml
+
+test: lint
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info
+
+# Called by `sam build` (Metadata: BuildMethod: makefile): the Lambda package and its
+# one runtime dependency; boto3 comes with the Lambda runtime.
+build-QueueFunction:
+	mkdir -p "$(ARTIFACTS_DIR)"
+	cp -R job_queue "$(ARTIFACTS_DIR)/"
+	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
+	$(PYTHON) -m pip install --quiet -r job_queue/requirements.txt -t "$(ARTIFACTS_DIR)"

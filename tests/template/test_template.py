@@ -1,0 +1,175 @@
+"""The SAM template: it lints, it transforms, and it says what no linter checks."""
+
+import copy
+import json
+import pathlib
+import tomllib
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from cfnlint.decode import decode_str
+import boto3
+from samtranslator.parser.parser import Parser
+from samtranslator.translator.translator import Translator
+
+from job_queue.sagemaker import TAG_QUEUE, state_change_pattern
+from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEMPLATE_TEXT = (ROOT / "template.yaml").read_text()
+
+
+@pytest.fixture(scope="module")
+def template() -> dict:
+    parsed, errors = decode_str(TEMPLATE_TEXT)
+    assert not errors, errors
+    return json.loads(json.dumps(parsed))
+
+
+@pytest.fixture(scope="module")
+def translated(template) -> dict:
+    source = copy.deepcopy(template)
+    # The SAM transform works offline once local code is given as an S3 location.
+    source["Resources"]["QueueFunction"]["Properties"]["CodeUri"] = "s3://bucket/code.zip"
+    translator = Translator(None, Parser(), boto_session=boto3.Session(region_name="us-east-1"))
+    return translator.translate(source, parameter_values={}, get_managed_policy_map=dict)
+
+
+def _lint(text: str) -> list[str]:
+    matches = lint(text, config=ManualArgs(regions=["us-east-1"]))
+    return [f"{m.rule.id} {m.message} ({m.linenumber})" for m in matches]
+
+
+def test_template_passes_cfn_lint():
+    assert _lint(TEMPLATE_TEXT) == []
+
+
+def test_transformed_template_passes_cfn_lint(translated):
+    assert _lint(json.dumps(translated)) == []
+
+
+def _api(translated) -> dict:
+    (api,) = [r for r in translated["Resources"].values() if r["Type"] == "AWS::ApiGateway::RestApi"]
+    return api["Properties"]
+
+
+def test_api_is_private_and_only_reachable_through_the_vpc_endpoints(translated):
+    api = _api(translated)
+    assert api["Name"] == "training-job-queue"
+    assert api["EndpointConfiguration"]["Types"] == ["PRIVATE"]
+    assert api["EndpointConfiguration"]["VpcEndpointIds"] == {"Ref": "VpcEndpointIds"}
+    statements = api["Body"]["x-amazon-apigateway-policy"]["Statement"]
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"]["StringNotEquals"]["aws:SourceVpce"] == {"Ref": "VpcEndpointIds"}
+    assert deny["Resource"] == "execute-api:/*"
+    (allow,) = [s for s in statements if s["Effect"] == "Allow"]
+    assert allow["Principal"] != "*"  # only this account's principals, with IAM permission
+    stages = [r for r in translated["Resources"].values() if r["Type"] == "AWS::ApiGateway::Stage"]
+    assert [s["Properties"]["StageName"] for s in stages] == ["prod"]
+
+
+def test_every_route_requires_sigv4(translated):
+    paths = _api(translated)["Body"]["paths"]
+    routes = {(path, method) for path, ops in paths.items() for method in ops}
+    assert routes == {
+        ("/add-job", "post"),
+        ("/jobs", "get"),
+        ("/jobs/{name}", "get"),
+        ("/jobs/{name}", "delete"),
+        ("/jobs/{name}/priority", "put"),
+    }
+    for path, ops in paths.items():
+        for method, op in ops.items():
+            assert op["security"] == [{"AWS_IAM": []}], (path, method)
+            # The caller's credentials are not used to invoke the function.
+            assert "credentials" not in op["x-amazon-apigateway-integration"], (path, method)
+    auth = _api(translated)["Body"]["securityDefinitions"]["AWS_IAM"]
+    assert auth["x-amazon-apigateway-authtype"] == "awsSigv4"
+
+
+def test_state_change_rule_matches_only_this_queues_ended_jobs(translated):
+    rules = [r for r in translated["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    (rule,) = [r for r in rules if "EventPattern" in r["Properties"]]
+    pattern = rule["Properties"]["EventPattern"]
+    expected = state_change_pattern("STACK")
+    expected["detail"]["Tags"][TAG_QUEUE] = [{"Ref": "AWS::StackName"}]
+    assert pattern == expected
+    target = rule["Properties"]["Targets"][0]
+    assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+
+
+def test_reconcile_sweep_runs_on_a_schedule(translated):
+    rules = [r for r in translated["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    (schedule,) = [r for r in rules if "ScheduleExpression" in r["Properties"]]
+    assert schedule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+
+
+def _function_statements(translated) -> list[dict]:
+    role = translated["Resources"]["QueueFunctionRole"]
+    return [s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]]
+
+
+def test_pass_role_only_for_listed_roles_and_only_to_sagemaker(translated):
+    statements = _function_statements(translated)
+    pass_role = [s for s in statements if "iam:PassRole" in json.dumps(s["Action"])]
+    assert len(pass_role) == 1
+    (statement,) = pass_role
+    assert statement["Resource"] == {"Ref": "AllowedRoleArns"}
+    assert "*" not in json.dumps(statement["Resource"])
+    assert statement["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+
+
+def test_no_wildcard_actions_and_no_sagemaker_full_access(translated):
+    text = json.dumps(translated)
+    assert "AmazonSageMakerFullAccess" not in text
+    for statement in _function_statements(translated):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all(not a.endswith(":*") and a != "*" for a in actions), statement
+    sagemaker = [s for s in _function_statements(translated) if "sagemaker:" in json.dumps(s)]
+    (statement,) = sagemaker
+    assert "training-job/*" in json.dumps(statement["Resource"])
+
+
+def test_lambda_runtime(template):
+    props = template["Resources"]["QueueFunction"]["Properties"]
+    assert props["Runtime"] == "python3.12"
+    assert props["Architectures"] == ["arm64"]
+    assert props["Handler"] == "job_queue.handler.lambda_handler"
+    assert "ReservedConcurrentExecutions" not in props  # overlapping invocations are safe
+
+
+def test_table_matches_what_the_store_uses(template):
+    table = template["Resources"]["QueueTable"]["Properties"]
+    assert table["KeySchema"] == KEY_SCHEMA
+    assert table["AttributeDefinitions"] == ATTRIBUTE_DEFINITIONS
+    assert table["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"]["SSEEnabled"] is True
+
+
+def test_alarm_on_lambda_errors(template):
+    alarms = [r["Properties"] for r in template["Resources"].values()
+              if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert any(a["MetricName"] == "Errors" and a["Namespace"] == "AWS/Lambda" for a in alarms)
+
+
+def test_outputs_the_api_url(template):
+    assert "execute-api" in json.dumps(template["Outputs"]["ApiUrl"]["Value"])
+
+
+def test_samconfig_deploys_without_prompts_after_guided():
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    deploy = config["default"]["deploy"]["parameters"]
+    assert "CAPABILITY_IAM" in deploy["capabilities"]
+    assert config["default"]["global"]["parameters"]["stack_name"]
+
+
+def test_lambda_requirements_agree_with_the_project():
+    requirements = (ROOT / "job_queue" / "requirements.txt").read_text().split()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    powertools = [r for r in project if r.startswith("aws-lambda-powertools")]
+    assert requirements == powertools
