@@ -141,9 +141,10 @@ def queue_order(job: WaitingJob) -> tuple[int, int]:
     return (-job.priority, job.seq)
 
 
-def preemption_order(job: ActiveJob) -> tuple[int, float, str]:
-    """Sort key of preemption candidates: lowest priority, then most recently started."""
-    return (job.priority, -job.started_at, job.name)
+def preemption_order(job: ActiveJob) -> tuple[int, float, int]:
+    """Sort key of preemption candidates: lowest priority, then most recently started
+    (then the later submitted, for jobs started in the same pass)."""
+    return (job.priority, -job.started_at, -job.seq)
 
 
 def choose_victims(

@@ -91,6 +91,7 @@ class LocalSageMaker:
         self.calls: dict[str, int] = {}
         self._faults: deque[SageMakerFault] = deque()
         self._capacity_failures = 0
+        self._lost_responses = 0
         self._lock = threading.RLock()
         self._operations = {
             "CreateTrainingJob": self.create_training_job,
@@ -132,9 +133,15 @@ class LocalSageMaker:
             "instances is exceeded.",
             "ThrottlingException": "Rate exceeded",
             "ValidationException": "Invalid request",
+            "InternalFailure": "We encountered an internal error.",
         }
+        status = 500 if code == "InternalFailure" else 400
         for _ in range(count):
-            self._faults.append(SageMakerFault(code, messages.get(code, code)))
+            self._faults.append(SageMakerFault(code, messages.get(code, code), status))
+
+    def lose_next_create_responses(self, count: int) -> None:
+        """The next ``count`` creates succeed, but the caller gets an InternalFailure."""
+        self._lost_responses += count
 
     def fail_next_jobs_for_capacity(self, count: int) -> None:
         """The next ``count`` created jobs fail at once with a CapacityError."""
@@ -190,6 +197,9 @@ class LocalSageMaker:
         self._transition(job, "InProgress", "Starting")
         for itype in demand:
             self.peak_in_use[itype] = max(self.peak_in_use.get(itype, 0), self._in_use(itype))
+        if self._lost_responses:
+            self._lost_responses -= 1
+            raise SageMakerFault("InternalFailure", "We encountered an internal error.", 500)
         return {"TrainingJobArn": job.arn}
 
     def describe_training_job(self, request: dict) -> dict:

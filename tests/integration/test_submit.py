@@ -1,0 +1,184 @@
+"""POST /add-job: what is accepted, what is refused, and that a refusal changes nothing."""
+
+import copy
+import json
+
+import pytest
+
+from tests.conftest import G5, P5
+from tests.integration.helpers import job, submit
+from tjq.local.cloud import training_request
+
+
+def test_submission_answers_201_with_the_job_and_its_position(cloud):
+    submit(cloud, "a", 1)
+    submit(cloud, "b", 1)
+    status, body = cloud.api("POST", "/add-job", training_request("c", 5))
+    assert status == 201
+    assert body["position"] == 1  # running jobs are not in line; c outranks nobody waiting
+    assert body["job"]["state"] == "pending"
+    assert body["job"]["priority"] == 5
+    assert body["job"]["instance_type"] == P5 and body["job"]["instance_count"] == 1
+
+
+def test_position_counts_the_jobs_ahead(cloud):
+    for name in ("run1", "run2", "w1", "w2"):
+        submit(cloud, name, 1)
+    status, body = cloud.api("POST", "/add-job", training_request("late", 1))
+    assert (status, body["position"]) == (201, 3)
+    status, body = cloud.api("POST", "/add-job", training_request("urgent", 2))
+    assert (status, body["position"]) == (201, 1)
+
+
+def test_priority_defaults_to_zero(cloud):
+    body = submit(cloud, "plain")
+    assert body["job"]["priority"] == 0
+
+
+def test_identical_resubmission_is_idempotent(cloud):
+    submit(cloud, "a", 1)
+    status, body = cloud.api("POST", "/add-job", training_request("a", 1))
+    assert status == 200
+    assert body["job"]["name"] == "a" and body["job"]["state"] == "running"
+    assert cloud.sagemaker.calls["CreateTrainingJob"] == 1
+    assert [r["name"] for r in cloud.jobs()] == ["a"]
+
+
+def test_resubmission_after_the_job_finished_returns_the_finished_job(cloud):
+    submit(cloud, "a", 1)
+    cloud.advance(601)
+    status, body = cloud.api("POST", "/add-job", training_request("a", 1))
+    assert status == 200 and body["job"]["state"] == "completed"
+    assert cloud.sagemaker.calls["CreateTrainingJob"] == 1
+
+
+def test_the_request_reaches_sagemaker_unchanged_but_for_the_queues_tags(cloud):
+    request = training_request("exact", 3)
+    cloud.api("POST", "/add-job", request)
+    sent = cloud.sagemaker.jobs["exact"].request
+    assert {k: v for k, v in sent.items() if k != "Tags"} == {
+        k: v for k, v in request.items() if k != "Tags"
+    }
+    tags = {t["Key"]: t["Value"] for t in sent["Tags"]}
+    assert tags["priority"] == "3"
+    assert tags["training-job-queue:queue"] == "training-job-queue"
+    assert tags["training-job-queue:job"] == "exact"
+    assert tags["training-job-queue:attempt"] == "1"
+
+
+def _without(field):
+    def change(request):
+        request.pop(field)
+
+    return change
+
+
+def _set(path, value):
+    def change(request):
+        target = request
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def _tags(tags):
+    return _set(["Tags"], tags)
+
+
+BAD_REQUESTS = [
+    ("missing TrainingJobName", _without("TrainingJobName"), 400, "TrainingJobName"),
+    ("missing RoleArn", _without("RoleArn"), 400, "RoleArn"),
+    ("missing AlgorithmSpecification", _without("AlgorithmSpecification"), 400, "AlgorithmSpecification"),
+    ("missing ResourceConfig", _without("ResourceConfig"), 400, "ResourceConfig"),
+    ("missing OutputDataConfig", _without("OutputDataConfig"), 400, "OutputDataConfig"),
+    ("missing StoppingCondition", _without("StoppingCondition"), 400, "StoppingCondition"),
+    ("a name SageMaker refuses", _set(["TrainingJobName"], "bad_name!"), 400, "TrainingJobName"),
+    ("a name too long", _set(["TrainingJobName"], "x" * 64), 400, "TrainingJobName"),
+    ("a name ending in a hyphen", _set(["TrainingJobName"], "job-"), 400, "TrainingJobName"),
+    ("priority tag not an integer", _tags([{"Key": "priority", "Value": "high"}]), 400, "priority"),
+    ("priority tag a fraction", _tags([{"Key": "priority", "Value": "1.5"}]), 400, "priority"),
+    ("Tags not a list", _tags({"priority": "1"}), 400, "Tags"),
+    ("instance type without capacity", _set(["ResourceConfig", "InstanceType"], "ml.m5.xlarge"), 400, "ml.m5.xlarge"),
+    ("more instances than the cap", _set(["ResourceConfig", "InstanceCount"], 3), 400, "capacity"),
+    ("no InstanceCount", _set(["ResourceConfig", "InstanceCount"], 0), 400, "InstanceCount"),
+    ("InstanceGroups empty", _set(["ResourceConfig"], {"InstanceGroups": []}), 400, "InstanceGroups"),
+    ("warm pool requested", _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], 600), 400, "KeepAlivePeriodInSeconds"),
+    ("StoppingCondition not an object", _set(["StoppingCondition"], "1h"), 400, "StoppingCondition"),
+    ("role not allowed", _set(["RoleArn"], "arn:aws:iam::123456789012:role/Admin"), 403, "RoleArn"),
+]
+
+
+@pytest.mark.parametrize(
+    ("title", "change", "status", "named"), BAD_REQUESTS, ids=[b[0] for b in BAD_REQUESTS]
+)
+def test_bad_request_is_refused_and_changes_nothing(cloud, title, change, status, named):
+    submit(cloud, "existing", 1)
+    before = cloud.jobs()
+    request = copy.deepcopy(training_request("newjob", 1))
+    change(request)
+
+    got, body = cloud.api("POST", "/add-job", request)
+
+    assert got == status, body
+    assert named in body["message"]
+    assert cloud.jobs() == before
+    assert cloud.api("GET", "/jobs/newjob")[0] == 404
+    assert cloud.sagemaker.calls["CreateTrainingJob"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [("{not json", "JSON"), ("[1, 2]", "object"), ('"text"', "object"), ("", "JSON")],
+    ids=["not JSON", "a list", "a string", "empty"],
+)
+def test_body_that_is_not_a_json_object_is_refused(cloud, body, named):
+    status, answer = cloud.api("POST", "/add-job", body)
+    assert status == 400 and named in answer["message"]
+    assert cloud.jobs() == []
+
+
+def test_body_over_the_size_limit_is_refused_with_413(cloud):
+    request = training_request("big", 1)
+    request["HyperParameters"]["blob"] = "x" * (300 * 1024)
+    status, body = cloud.api("POST", "/add-job", json.dumps(request))
+    assert status == 413 and "limit" in body["message"]
+    assert cloud.jobs() == []
+
+
+def test_same_name_with_a_different_body_conflicts(cloud):
+    submit(cloud, "a", 1)
+    status, body = cloud.api("POST", "/add-job", training_request("a", 2))
+    assert status == 409 and "a" in body["message"]
+    assert job(cloud, "a")["priority"] == 1
+
+
+def test_instance_groups_count_every_group(make_cloud):
+    cloud = make_cloud({P5: 2, G5: 4})
+    request = training_request("hetero", 1)
+    request["ResourceConfig"] = {
+        "InstanceGroups": [
+            {"InstanceGroupName": "trainer", "InstanceType": P5, "InstanceCount": 2},
+            {"InstanceGroupName": "loaders", "InstanceType": G5, "InstanceCount": 3},
+        ],
+        "VolumeSizeInGB": 30,
+    }
+    status, body = cloud.api("POST", "/add-job", request)
+    assert status == 201
+    assert body["job"]["instances"] == {P5: 2, G5: 3}
+    assert body["job"]["instance_count"] == 5
+    assert body["job"]["state"] == "running"
+
+    too_big = copy.deepcopy(request)
+    too_big["TrainingJobName"] = "too-big"
+    too_big["ResourceConfig"]["InstanceGroups"][1]["InstanceCount"] = 5
+    status, body = cloud.api("POST", "/add-job", too_big)
+    assert status == 400 and G5 in body["message"]
+
+
+def test_unknown_job_is_404_on_every_route(cloud):
+    assert cloud.api("GET", "/jobs/ghost")[0] == 404
+    assert cloud.api("DELETE", "/jobs/ghost")[0] == 404
+    status, body = cloud.api("PUT", "/jobs/ghost/priority", {"priority": 2})
+    assert status == 404 and "ghost" in body["message"]
