@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import boto3
 from moto import mock_aws
@@ -32,22 +32,59 @@ class LambdaContext:
     aws_request_id: str = "local"
 
 
-class _Serialized:
-    """A boto3 client whose calls run one at a time.
+@dataclass
+class DynamoDBUsage:
+    """What the queue asked of DynamoDB: calls by operation, items read and written.
 
-    DynamoDB itself serializes conflicting writes; moto does not (a transaction even
-    restores a copy of the table if it fails), so threads share one lock per request.
+    (moto's ConsumedCapacity numbers are not real; items are what capacity is billed on.)
     """
 
-    def __init__(self, client, lock: threading.Lock) -> None:
-        self._client, self._lock = client, lock
+    calls: dict[str, int] = field(default_factory=dict)
+    items_read: int = 0
+    items_written: int = 0
+
+    def since(self, earlier: DynamoDBUsage) -> DynamoDBUsage:
+        """What was done after ``earlier`` (a copy taken before)."""
+        return DynamoDBUsage(
+            calls={
+                op: n - earlier.calls.get(op, 0)
+                for op, n in self.calls.items()
+                if n > earlier.calls.get(op, 0)
+            },
+            items_read=self.items_read - earlier.items_read,
+            items_written=self.items_written - earlier.items_written,
+        )
+
+    def record(self, operation: str, params: dict, result: dict) -> None:
+        self.calls[operation] = self.calls.get(operation, 0) + 1
+        if operation in ("query", "scan"):
+            self.items_read += result.get("ScannedCount", len(result.get("Items", [])))
+        elif operation == "get_item":
+            self.items_read += 1 if "Item" in result else 0
+        elif operation == "transact_write_items":
+            self.items_written += len(params["TransactItems"])
+        elif operation in ("put_item", "update_item", "delete_item"):
+            self.items_written += 1
+
+
+class _Serialized:
+    """A DynamoDB client whose calls run one at a time, and are counted.
+
+    DynamoDB itself serializes conflicting writes; moto does not (a failed transaction even
+    restores a copy of the table), so threads share one lock per request.
+    """
+
+    def __init__(self, client, lock: threading.Lock, usage: DynamoDBUsage) -> None:
+        self._client, self._lock, self._usage = client, lock, usage
 
     def __getattr__(self, name):
         method = getattr(self._client, name)
 
-        def call(*args, **kwargs):
+        def call(**params):
             with self._lock:
-                return method(*args, **kwargs)
+                result = method(**params)
+                self._usage.record(name, params, result)
+                return result
 
         return call
 
@@ -89,6 +126,7 @@ class LocalCloud:
         self._mock = mock_aws()
         self._lost_events = 0
         self.delivered: list[dict] = []
+        self.dynamodb_usage = DynamoDBUsage()
 
     def __enter__(self) -> LocalCloud:
         self._mock.start()
@@ -106,7 +144,7 @@ class LocalCloud:
         )
         sagemaker = boto3.client("sagemaker", region_name=REGION)
         self.sagemaker.install(sagemaker)
-        self.dynamodb = _Serialized(dynamodb, lock)
+        self.dynamodb = _Serialized(dynamodb, lock, self.dynamodb_usage)
         self.deps = Dependencies.from_clients(
             self.settings, self.dynamodb, sagemaker, clock=self.clock, sleep=self.clock.sleep
         )

@@ -88,7 +88,7 @@ class LocalSageMaker:
         self.jobs: dict[str, _TrainingJob] = {}
         self.events: deque[dict] = deque()  # state-change events not yet delivered
         self.peak_in_use: dict[str, int] = {}
-        self.calls: dict[str, int] = {}
+        self.calls: dict[str, int] = {}  # every operation the client called, by name
         self._faults: deque[SageMakerFault] = deque()
         self._capacity_failures = 0
         self._lost_responses = 0
@@ -107,13 +107,14 @@ class LocalSageMaker:
         client.meta.events.register_first("before-call.sagemaker", self._answer)
 
     def _answer(self, model, params, **_):
+        with self._lock:
+            self.calls[model.name] = self.calls.get(model.name, 0) + 1
         operation = self._operations.get(model.name)
         if operation is None:
             return None
         body = json.loads(params.get("body") or b"{}")
         try:
             with self._lock:
-                self.calls[model.name] = self.calls.get(model.name, 0) + 1
                 status, payload = 200, operation(body)
         except SageMakerFault as fault:
             status, payload = fault.status, {"__type": fault.code, "message": fault.message}

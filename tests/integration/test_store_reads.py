@@ -1,0 +1,42 @@
+"""A scheduling pass reads the waiting jobs it needs and the active ones, not the table."""
+
+import copy
+
+from tests.conftest import G5, P5
+from tests.integration.helpers import states, submit
+from tjq.local.cloud import DynamoDBUsage
+
+DEPTH = 120
+
+
+def _measure(cloud, action) -> DynamoDBUsage:
+    before = copy.deepcopy(cloud.dynamodb_usage)
+    action()
+    return cloud.dynamodb_usage.since(before)
+
+
+def test_a_pass_over_a_deep_queue_reads_only_its_head(make_cloud):
+    cloud = make_cloud({P5: 2})
+    for i in range(DEPTH):
+        submit(cloud, f"job{i:03d}", 1)
+    running_job = next(n for n, s in states(cloud).items() if s == "running")
+
+    cancel = _measure(cloud, lambda: cloud.api("DELETE", f"/jobs/{running_job}"))
+    stopped = _measure(cloud, lambda: cloud.advance(60))  # its pass starts the next job
+    completions = _measure(cloud, lambda: cloud.advance(600))  # two events, two passes
+
+    for usage in (cancel, stopped, completions):
+        assert "scan" not in usage.calls
+    assert cancel.items_read < 16, cancel
+    assert stopped.items_read < 16, stopped
+    assert completions.items_read < 32, completions
+    assert len(cloud.jobs()) == DEPTH - 3  # one cancelled, two completed
+
+
+def test_an_idle_instance_type_does_not_make_the_pass_read_another_types_queue(make_cloud):
+    cloud = make_cloud({P5: 1, G5: 1})
+    for i in range(DEPTH):
+        submit(cloud, f"p5-{i:03d}", 1)
+    usage = _measure(cloud, cloud.sweep)
+    waiting_reads = usage.items_read - DEPTH  # the sweep also counts the queue, once
+    assert waiting_reads < 20, usage
