@@ -39,7 +39,9 @@ class Dependencies:
     clock: Callable[[], float] = time.time
 
     @classmethod
-    def from_clients(cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep):
+    def from_clients(
+        cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep
+    ):
         return cls(
             settings=settings,
             store=DynamoJobStore(
@@ -52,7 +54,9 @@ class Dependencies:
 
 @functools.cache
 def _from_environment() -> Dependencies:
-    config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20
+    )
     return Dependencies.from_clients(
         Settings.from_environment(),
         boto3.client("dynamodb", config=config),

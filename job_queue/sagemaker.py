@@ -143,9 +143,11 @@ class SageMakerGateway:
         if existing is not None and existing.arn:
             listed = self._call(self._client.list_tags, ResourceArn=existing.arn)
             tags = {t["Key"]: t["Value"] for t in listed.get("Tags", [])}
-        if tags.get(TAG_QUEUE) == self._queue_name and tags.get(TAG_JOB) == job_name and tags.get(
-            TAG_ATTEMPT
-        ) == str(attempt):
+        if (
+            tags.get(TAG_QUEUE) == self._queue_name
+            and tags.get(TAG_JOB) == job_name
+            and tags.get(TAG_ATTEMPT) == str(attempt)
+        ):
             return StartResult(StartOutcome.STARTED)
         return StartResult(
             StartOutcome.INVALID,

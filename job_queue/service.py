@@ -31,6 +31,7 @@ from job_queue.store import DynamoJobStore, Pool
 logger = Logger(child=True)
 
 _RETRIES = 8  # re-reads after a lost race before giving up on one request
+_SCHEDULING_ROUNDS = 16  # a pass that keeps losing races means others keep scheduling
 _START_GRACE_SECONDS = 60.0  # a start younger than this may still be under way elsewhere
 _ENDED = ("Completed", "Failed", "Stopped")
 
@@ -156,7 +157,9 @@ class QueueService:
                 self.store.change_priority(job, priority, self.clock())
             except StaleState:
                 continue
-            logger.info("priority changed", extra={"job": name, "from": job.priority, "to": priority})
+            logger.info(
+                "priority changed", extra={"job": name, "from": job.priority, "to": priority}
+            )
             self.schedule()
             return self.get(name)
         raise JobConflict(f"job {name} is changing state too often; try again")
@@ -172,7 +175,10 @@ class QueueService:
             logger.debug("event for a job this queue did not start", extra={"job": sagemaker_name})
             return
         self._apply_status(
-            tags[TAG_JOB], sagemaker_name, detail.get("TrainingJobStatus"), detail.get("FailureReason")
+            tags[TAG_JOB],
+            sagemaker_name,
+            detail.get("TrainingJobStatus"),
+            detail.get("FailureReason"),
         )
         self.schedule()
 
@@ -195,7 +201,9 @@ class QueueService:
                 else:  # stopped before SageMaker ever created it
                     self._apply_status(job.name, job.attempt_name, "Stopped", None)
             elif found.status in _ENDED:
-                logger.info("repairing a missed event", extra={"job": job.name, "status": found.status})
+                logger.info(
+                    "repairing a missed event", extra={"job": job.name, "status": found.status}
+                )
                 self._apply_status(job.name, job.attempt_name, found.status, found.failure_reason)
             elif job.state == JobState.STARTING:
                 self._mark_running(job)
@@ -212,15 +220,8 @@ class QueueService:
         A lost race (another invocation changed the pool) re-reads and plans again.
         """
         plan = Plan()
-        for _ in range(_RETRIES):
-            pool = self.store.pool()
-            planner = Planner(pool.jobs, self.settings.capacity, self.clock(), self.settings.policy)
-            for waiting in self.store.waiting(list(self.settings.capacity), lambda: planner.open_types):
-                planner.offer(waiting)
-                if not planner.open_types:
-                    break
-            plan = planner.plan()
-            self._record_usage(pool)
+        for _ in range(_SCHEDULING_ROUNDS):
+            pool, plan = self._plan()
             if plan.empty:
                 return plan
             try:
@@ -231,6 +232,18 @@ class QueueService:
         logger.warning("scheduling pass gave up after repeated races; the next event retries")
         return plan
 
+    def _plan(self) -> tuple[Pool, Plan]:
+        pool = self.store.pool()
+        self._record_usage(pool)
+        planner = Planner(pool.jobs, self.settings.capacity, self.clock(), self.settings.policy)
+        # The planner says which instance types are still open, so the store stops reading
+        # a type's queue once a job of that type is held back.
+        for waiting in self.store.waiting(list(self.settings.capacity), planner.still_open):
+            planner.offer(waiting)
+            if not planner.open_types:
+                break
+        return pool, planner.plan()
+
     def _carry_out(self, plan: Plan, pool: Pool) -> None:
         version = pool.version
         now = self.clock()
@@ -239,7 +252,11 @@ class QueueService:
             if victim is None or victim.state != JobState.RUNNING:
                 raise StaleState(f"{preemption.victim.name} is no longer running")
             self.store.begin_stop(
-                victim, JobState.PREEMPTING, now, preempted_by=preemption.preemptor, pool_version=version
+                victim,
+                JobState.PREEMPTING,
+                now,
+                preempted_by=preemption.preemptor,
+                pool_version=version,
             )
             version += 1
             logger.info(preemption.reason, extra={"job": victim.name})
@@ -265,7 +282,9 @@ class QueueService:
         result = self.sagemaker.start(job.request, sagemaker_name, job.name, number)
         log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
         if result.outcome == StartOutcome.UNKNOWN:
-            logger.warning(f"start outcome unknown, the sweep will check: {result.message}", extra=log)
+            logger.warning(
+                f"start outcome unknown, the sweep will check: {result.message}", extra=log
+            )
             return
         try:
             if result.outcome == StartOutcome.STARTED:
@@ -281,7 +300,11 @@ class QueueService:
         except StaleState:
             # Cancelled while CreateTrainingJob was under way.
             current = self.store.get(job.name)
-            if current and current.state == JobState.CANCELLING and current.attempt_name == sagemaker_name:
+            if (
+                current
+                and current.state == JobState.CANCELLING
+                and current.attempt_name == sagemaker_name
+            ):
                 if result.outcome == StartOutcome.STARTED:
                     self.sagemaker.stop(sagemaker_name)
                 else:

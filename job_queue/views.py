@@ -11,7 +11,9 @@ from job_queue.scheduler import ActiveJob, WaitingJob
 def iso(timestamp: float | None) -> str | None:
     if timestamp is None:
         return None
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
 
 
 def _instances(demand: Demand) -> dict:
@@ -34,7 +36,9 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
         "submitted_at": iso(job.submitted_at),
         "first_started_at": iso(job.first_started_at),
         "ended_at": iso(job.ended_at),
-        "waiting_seconds": round((job.first_started_at or job.ended_at or now) - job.submitted_at, 1),
+        "waiting_seconds": round(
+            (job.first_started_at or job.ended_at or now) - job.submitted_at, 1
+        ),
         "sagemaker_job_name": job.attempt_name,
         "preemptions": job.preemptions,
         "preempted_by": job.preempted_by,

@@ -7,16 +7,9 @@ job4 (3) arrives and preempts job1. Time is simulated: jobs run 10 minutes, a st
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 
-# Quiet the Lambda's structured logs and metrics: the tables tell the story here.
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-
-from tabulate import tabulate  # noqa: E402
-
-from tjq.local.cloud import LocalCloud, training_request  # noqa: E402
+from tabulate import tabulate
 
 INSTANCE = "ml.p5.48xlarge"
 
@@ -31,7 +24,7 @@ def queue_table(jobs: list[dict]) -> str:
             j["state"],
             j["priority"],
             j["position"] or "",
-            f'{j["instance_count"]} x {j["instance_type"]}',
+            f"{j['instance_count']} x {j['instance_type']}",
             j.get("sagemaker_job_name") or "",
         )
         for j in jobs
@@ -42,6 +35,8 @@ def queue_table(jobs: list[dict]) -> str:
 
 def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
     """Play the scenario, printing the queue after each step; returns each step's table."""
+    from tjq.local.cloud import LocalCloud, training_request
+
     tables = []
     with LocalCloud(capacity={INSTANCE: 2}, run_seconds=600, stop_seconds=60) as cloud:
         start = cloud.clock()
@@ -76,6 +71,12 @@ def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
     return tables
 
 
-if __name__ == "__main__":
+def main() -> None:
+    # Quiet the Lambda's structured logs and metrics: the tables tell the story here.
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     run()
-    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

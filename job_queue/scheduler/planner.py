@@ -8,9 +8,9 @@ Rules, in queue order (priority high to low, then submission order):
 * Otherwise it may claim instances that stopping jobs are about to free, and, if that is
   still not enough, preempt running jobs of strictly lower priority: lowest priority first,
   then the most recently started; only as many as it needs, and only if they let it start.
-* A job that can start neither now nor after those stops holds back every later job that needs one of its instance types,
-  so that equal priorities stay first come, first served and a big job is not starved by
-  small ones. Jobs of other types are not held back.
+* A job that can start neither now nor after those stops holds back every later job that
+  needs one of its instance types, so that equal priorities stay first come, first served
+  and a big job is not starved by small ones. Jobs of other types are not held back.
 * A job backing off after a refused start is passed over: it holds back nobody.
 """
 
@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+
+DEFAULT_POLICY = Policy()
 
 
 class Planner:
@@ -41,7 +43,7 @@ class Planner:
         active: Iterable[ActiveJob],
         capacity: Mapping[str, int],
         now: float,
-        policy: Policy = Policy(),
+        policy: Policy = DEFAULT_POLICY,
     ) -> None:
         self._capacity = dict(capacity)
         self._now = now
@@ -68,6 +70,10 @@ class Planner:
     def open_types(self) -> frozenset[str]:
         """Instance types that a job later in the queue could still get."""
         return frozenset(self._capacity) - self._held_types
+
+    def still_open(self) -> frozenset[str]:
+        """``open_types`` as a callable, for readers that pull the queue lazily."""
+        return self.open_types
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""
@@ -103,9 +109,7 @@ class Planner:
             for itype, count in victim.demand.items():
                 if itype in self._releasing:
                     self._releasing[itype] += count
-            self._preemptions.append(
-                Preemption(victim, job.name, _reason(victim, job))
-            )
+            self._preemptions.append(Preemption(victim, job.name, _reason(victim, job)))
         # The job owns what is free and what is stopping, up to its demand, and starts
         # once the stops finish; later jobs get only what is left.
         self._take(job.demand)
@@ -125,7 +129,7 @@ def plan(
     active: Iterable[ActiveJob],
     capacity: Mapping[str, int],
     now: float,
-    policy: Policy = Policy(),
+    policy: Policy = DEFAULT_POLICY,
 ) -> Plan:
     """Plan one scheduling pass over a whole queue (``waiting`` in queue order)."""
     planner = Planner(active, capacity, now, policy)
@@ -187,6 +191,4 @@ def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
 
 
 def _reason(victim: ActiveJob, preemptor: WaitingJob) -> str:
-    return (
-        f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"
-    )
+    return f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"

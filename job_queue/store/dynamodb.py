@@ -39,7 +39,10 @@ _FIRST_PAGE = 8  # waiting entries per Query; doubles while the scheduler reads 
 _MAX_PAGE = 256
 
 # The table as the template declares it (tests check the two agree).
-KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+KEY_SCHEMA = [
+    {"AttributeName": "pk", "KeyType": "HASH"},
+    {"AttributeName": "sk", "KeyType": "RANGE"},
+]
 ATTRIBUTE_DEFINITIONS = [
     {"AttributeName": "pk", "AttributeType": "S"},
     {"AttributeName": "sk", "AttributeType": "S"},
@@ -185,7 +188,9 @@ class DynamoJobStore:
 
     def claim(self, job: WaitingJob, sagemaker_name: str, pool_version: int, now: float):
         """waiting → starting: take the job's instances, if the pool is as the plan saw it."""
-        entry = _pool_entry(job.priority, job.seq, job.demand, JobState.STARTING, now, sagemaker_name)
+        entry = _pool_entry(
+            job.priority, job.seq, job.demand, JobState.STARTING, now, sagemaker_name
+        )
         self._transact(
             _update(
                 _job_key(job.name),
@@ -243,7 +248,12 @@ class DynamoJobStore:
 
         A preemption passes the pool version its plan saw; a cancel does not need one.
         """
-        values = {":to": to_state.value, ":from": job.state.value, ":an": job.attempt_name, ":now": now}
+        values = {
+            ":to": to_state.value,
+            ":from": job.state.value,
+            ":an": job.attempt_name,
+            ":now": now,
+        }
         update = "SET #state = :to, updated_at = :now"
         if preempted_by:
             update += ", preempted_by = :by"
@@ -290,8 +300,12 @@ class DynamoJobStore:
         self._transact(
             _set_fields(
                 _job_key(job.name),
-                {"state": "cancelled", "updated_at": now, "ended_at": now,
-                 "expires_at": int(now + self._retention)},
+                {
+                    "state": "cancelled",
+                    "updated_at": now,
+                    "ended_at": now,
+                    "expires_at": int(now + self._retention),
+                },
                 "#state = :expected_state",
                 {":expected_state": job.state.value},
             ),
@@ -302,12 +316,16 @@ class DynamoJobStore:
         """Set a waiting or active job's priority; a waiting job keeps its submission order."""
         condition = "#state = :expected_state AND priority = :old"
         expected = {":expected_state": job.state.value, ":old": job.priority}
-        update = _set_fields(_job_key(job.name), {"priority": priority, "updated_at": now},
-                             condition, expected)
+        update = _set_fields(
+            _job_key(job.name), {"priority": priority, "updated_at": now}, condition, expected
+        )
         if job.state.is_waiting:
             moved = replace(job, priority=priority)
-            self._transact(update, _delete(_waiting_key(job), "attribute_exists(pk)"),
-                           _put(_waiting_item(moved)))
+            self._transact(
+                update,
+                _delete(_waiting_key(job), "attribute_exists(pk)"),
+                _put(_waiting_item(moved)),
+            )
         else:
             self._transact(
                 update,
@@ -332,14 +350,17 @@ class DynamoJobStore:
             result = self._db.query(**params)
             for raw in result.get("Items", []):
                 item = _de(raw)
-                yield item["sk"], WaitingJob(
-                    name=item["name"],
-                    priority=int(item["priority"]),
-                    seq=int(item["seq"]),
-                    demand=_demand(item["demand"]),
-                    not_before=float(item.get("not_before", 0)),
-                    submitted_at=float(item.get("submitted_at", 0)),
-                    state=JobState(item.get("state", "pending")),
+                yield (
+                    item["sk"],
+                    WaitingJob(
+                        name=item["name"],
+                        priority=int(item["priority"]),
+                        seq=int(item["seq"]),
+                        demand=_demand(item["demand"]),
+                        not_before=float(item.get("not_before", 0)),
+                        submitted_at=float(item.get("submitted_at", 0)),
+                        state=JobState(item.get("state", "pending")),
+                    ),
                 )
             start_key = result.get("LastEvaluatedKey")
             if not start_key:

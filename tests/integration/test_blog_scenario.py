@@ -1,7 +1,8 @@
 """The blog's scenario, end to end through the real handler: capacity 2, four jobs."""
 
-from tests.integration.helpers import job, submit
 from tjq import demo
+
+from tests.integration.helpers import job, submit
 
 
 def test_blog_scenario_runs_in_priority_order_with_preemption(cloud):

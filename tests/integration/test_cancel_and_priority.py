@@ -163,7 +163,8 @@ def test_priority_of_a_finished_or_cancelling_job_conflicts(cloud):
 
 
 @pytest.mark.parametrize(
-    "body", [{"priority": "high"}, {"priority": 1.5}, {"priority": None}, {}, {"priority": 10**6}],
+    "body",
+    [{"priority": "high"}, {"priority": 1.5}, {"priority": None}, {}, {"priority": 10**6}],
     ids=["a word", "a fraction", "null", "missing", "out of range"],
 )
 def test_bad_priority_is_refused_and_changes_nothing(cloud, body):

@@ -4,10 +4,11 @@ submissions, cancels and priority changes while SageMaker events arrive."""
 import random
 import threading
 
+from tjq.local.cloud import training_request
+
 from job_queue.sagemaker import TAG_JOB
 from tests.conftest import G5, P5
 from tests.integration.helpers import job
-from tjq.local.cloud import training_request
 
 CAPACITY = {P5: 3, G5: 2}
 THREADS = 6
@@ -66,7 +67,8 @@ def test_overlapping_invocations_keep_every_invariant(make_cloud):
             errors.append(exc)
 
     users = [
-        threading.Thread(target=user, args=(batch, random.Random(i))) for i, batch in enumerate(batches)
+        threading.Thread(target=user, args=(batch, random.Random(i)))
+        for i, batch in enumerate(batches)
     ]
     events = threading.Thread(target=eventbridge)
     events.start()

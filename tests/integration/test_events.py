@@ -2,9 +2,10 @@
 
 import copy
 
+from tjq.local.cloud import LambdaContext
+
 from job_queue.handler import handle
 from tests.integration.helpers import job, states, submit
-from tjq.local.cloud import LambdaContext
 
 
 def _deliver(cloud, event):
@@ -128,7 +129,9 @@ def test_only_ended_states_of_this_queue_reach_the_handler(cloud):
     submit(cloud, "b", 2)
     submit(cloud, "c", 3)  # preempts a: InProgress, Stopping, Stopped, Completed events
     cloud.advance(1800)
-    delivered = {(e["detail"]["TrainingJobName"], e["detail"]["TrainingJobStatus"]) for e in cloud.delivered}
+    delivered = {
+        (e["detail"]["TrainingJobName"], e["detail"]["TrainingJobStatus"]) for e in cloud.delivered
+    }
     assert delivered and {status for _, status in delivered} <= {"Completed", "Failed", "Stopped"}
     assert ("a", "Stopped") in delivered
 
@@ -136,5 +139,7 @@ def test_only_ended_states_of_this_queue_reach_the_handler(cloud):
 def test_unknown_event_kind_is_ignored(cloud):
     submit(cloud, "a", 1)
     before = _snapshot(cloud)
-    assert handle({"detail-type": "Something Else", "detail": {}}, LambdaContext(), cloud.deps) is None
+    assert (
+        handle({"detail-type": "Something Else", "detail": {}}, LambdaContext(), cloud.deps) is None
+    )
     assert _snapshot(cloud) == before

@@ -54,7 +54,10 @@ def test_sweep_uses_describe_on_active_jobs_only(cloud):
     cloud.advance(600)
     before = dict(cloud.sagemaker.calls)
     cloud.sweep()
-    assert cloud.sagemaker.calls.get("DescribeTrainingJob", 0) - before.get("DescribeTrainingJob", 0) == 2
+    assert (
+        cloud.sagemaker.calls.get("DescribeTrainingJob", 0) - before.get("DescribeTrainingJob", 0)
+        == 2
+    )
     assert "ListTrainingJobs" not in cloud.sagemaker.calls
 
 

@@ -82,7 +82,10 @@ def test_job_failing_for_lack_of_capacity_goes_back_to_the_queue(cloud):
 
 def test_name_taken_by_a_job_the_queue_did_not_start_fails_clearly(cloud):
     cloud.sagemaker.create_training_job(
-        {"TrainingJobName": "taken", "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1}}
+        {
+            "TrainingJobName": "taken",
+            "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
+        }
     )
     submit(cloud, "taken", 1)
     failed = job(cloud, "taken")

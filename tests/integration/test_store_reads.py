@@ -2,9 +2,10 @@
 
 import copy
 
+from tjq.local.cloud import DynamoDBUsage
+
 from tests.conftest import G5, P5
 from tests.integration.helpers import states, submit
-from tjq.local.cloud import DynamoDBUsage
 
 DEPTH = 120
 

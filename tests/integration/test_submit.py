@@ -4,10 +4,10 @@ import copy
 import json
 
 import pytest
+from tjq.local.cloud import training_request
 
 from tests.conftest import G5, P5
 from tests.integration.helpers import job, submit
-from tjq.local.cloud import training_request
 
 
 def test_submission_answers_201_with_the_job_and_its_position(cloud):
@@ -90,7 +90,12 @@ def _tags(tags):
 BAD_REQUESTS = [
     ("missing TrainingJobName", _without("TrainingJobName"), 400, "TrainingJobName"),
     ("missing RoleArn", _without("RoleArn"), 400, "RoleArn"),
-    ("missing AlgorithmSpecification", _without("AlgorithmSpecification"), 400, "AlgorithmSpecification"),
+    (
+        "missing AlgorithmSpecification",
+        _without("AlgorithmSpecification"),
+        400,
+        "AlgorithmSpecification",
+    ),
     ("missing ResourceConfig", _without("ResourceConfig"), 400, "ResourceConfig"),
     ("missing OutputDataConfig", _without("OutputDataConfig"), 400, "OutputDataConfig"),
     ("missing StoppingCondition", _without("StoppingCondition"), 400, "StoppingCondition"),
@@ -100,12 +105,32 @@ BAD_REQUESTS = [
     ("priority tag not an integer", _tags([{"Key": "priority", "Value": "high"}]), 400, "priority"),
     ("priority tag a fraction", _tags([{"Key": "priority", "Value": "1.5"}]), 400, "priority"),
     ("Tags not a list", _tags({"priority": "1"}), 400, "Tags"),
-    ("instance type without capacity", _set(["ResourceConfig", "InstanceType"], "ml.m5.xlarge"), 400, "ml.m5.xlarge"),
+    (
+        "instance type without capacity",
+        _set(["ResourceConfig", "InstanceType"], "ml.m5.xlarge"),
+        400,
+        "ml.m5.xlarge",
+    ),
     ("more instances than the cap", _set(["ResourceConfig", "InstanceCount"], 3), 400, "capacity"),
     ("no InstanceCount", _set(["ResourceConfig", "InstanceCount"], 0), 400, "InstanceCount"),
-    ("InstanceGroups empty", _set(["ResourceConfig"], {"InstanceGroups": []}), 400, "InstanceGroups"),
-    ("warm pool requested", _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], 600), 400, "KeepAlivePeriodInSeconds"),
-    ("StoppingCondition not an object", _set(["StoppingCondition"], "1h"), 400, "StoppingCondition"),
+    (
+        "InstanceGroups empty",
+        _set(["ResourceConfig"], {"InstanceGroups": []}),
+        400,
+        "InstanceGroups",
+    ),
+    (
+        "warm pool requested",
+        _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], 600),
+        400,
+        "KeepAlivePeriodInSeconds",
+    ),
+    (
+        "StoppingCondition not an object",
+        _set(["StoppingCondition"], "1h"),
+        400,
+        "StoppingCondition",
+    ),
     ("role not allowed", _set(["RoleArn"], "arn:aws:iam::123456789012:role/Admin"), 403, "RoleArn"),
 ]
 

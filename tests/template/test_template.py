@@ -5,10 +5,10 @@ import json
 import pathlib
 import tomllib
 
+import boto3
 import pytest
 from cfnlint.api import ManualArgs, lint
 from cfnlint.decode import decode_str
-import boto3
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
@@ -49,7 +49,9 @@ def test_transformed_template_passes_cfn_lint(translated):
 
 
 def _api(translated) -> dict:
-    (api,) = [r for r in translated["Resources"].values() if r["Type"] == "AWS::ApiGateway::RestApi"]
+    (api,) = [
+        r for r in translated["Resources"].values() if r["Type"] == "AWS::ApiGateway::RestApi"
+    ]
     return api["Properties"]
 
 
@@ -107,7 +109,9 @@ def test_reconcile_sweep_runs_on_a_schedule(translated):
 
 def _function_statements(translated) -> list[dict]:
     role = translated["Resources"]["QueueFunctionRole"]
-    return [s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]]
+    return [
+        s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]
+    ]
 
 
 def test_pass_role_only_for_listed_roles_and_only_to_sagemaker(translated):
@@ -126,7 +130,9 @@ def test_no_wildcard_actions_and_no_sagemaker_full_access(translated):
     text = json.dumps(translated)
     assert "AmazonSageMakerFullAccess" not in text
     for statement in _function_statements(translated):
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
         assert all(not a.endswith(":*") and a != "*" for a in actions), statement
     sagemaker = [s for s in _function_statements(translated) if "sagemaker:" in json.dumps(s)]
     (statement,) = sagemaker
@@ -152,8 +158,11 @@ def test_table_matches_what_the_store_uses(template):
 
 
 def test_alarm_on_lambda_errors(template):
-    alarms = [r["Properties"] for r in template["Resources"].values()
-              if r["Type"] == "AWS::CloudWatch::Alarm"]
+    alarms = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    ]
     assert any(a["MetricName"] == "Errors" and a["Namespace"] == "AWS/Lambda" for a in alarms)
 
 

@@ -23,7 +23,9 @@ def waiting(name, priority=0, instances=1, itype=P5, seq=None, not_before=0.0, d
     )
 
 
-def running(name, priority=0, instances=1, itype=P5, started=0.0, state=JobState.RUNNING, demand=None):
+def running(
+    name, priority=0, instances=1, itype=P5, started=0.0, state=JobState.RUNNING, demand=None
+):
     return ActiveJob(
         name=name,
         priority=priority,

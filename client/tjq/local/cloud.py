@@ -264,7 +264,10 @@ def training_request(
         "EnableNetworkIsolation": False,
         "EnableInterContainerTrafficEncryption": False,
         "EnableManagedSpotTraining": False,
-        "DebugHookConfig": {"S3OutputPath": "s3://my-bucket/output", "CollectionConfigurations": []},
+        "DebugHookConfig": {
+            "S3OutputPath": "s3://my-bucket/output",
+            "CollectionConfigurations": [],
+        },
         "ProfilerConfig": {"S3OutputPath": "s3://my-bucket/output", "DisableProfiler": False},
         "Environment": {},
         "RetryStrategy": None,

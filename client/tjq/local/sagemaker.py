@@ -119,7 +119,10 @@ class LocalSageMaker:
         except SageMakerFault as fault:
             status, payload = fault.status, {"__type": fault.code, "message": fault.message}
         raw = json.dumps(payload, default=str).encode()
-        headers = {"x-amzn-requestid": str(uuid.uuid4()), "content-type": "application/x-amz-json-1.1"}
+        headers = {
+            "x-amzn-requestid": str(uuid.uuid4()),
+            "content-type": "application/x-amz-json-1.1",
+        }
         parsed = create_parser("json").parse(
             {"status_code": status, "headers": headers, "body": raw}, model.output_shape
         )
@@ -222,9 +225,13 @@ class LocalSageMaker:
             "SecondaryStatus": job.secondary,
             "CreationTime": job.created_at,
             "TrainingStartTime": job.created_at,
-            "LastModifiedTime": (job.transitions[-1]["StartTime"] if job.transitions else job.created_at),
+            "LastModifiedTime": (
+                job.transitions[-1]["StartTime"] if job.transitions else job.created_at
+            ),
             "SecondaryStatusTransitions": job.transitions,
-            "ModelArtifacts": {"S3ModelArtifacts": f"{output_path.rstrip('/')}/{job.name}/output/model.tar.gz"},
+            "ModelArtifacts": {
+                "S3ModelArtifacts": f"{output_path.rstrip('/')}/{job.name}/output/model.tar.gz"
+            },
             **{k: job.request[k] for k in request_fields if k in job.request},
         }
         if job.ended_at is not None:

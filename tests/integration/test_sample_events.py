@@ -1,0 +1,45 @@
+"""The sample events in events/ (for `sam local invoke -e`) work with the handler."""
+
+import json
+import pathlib
+
+from tjq.local.cloud import ROLE_ARN, LambdaContext
+
+from job_queue.handler import handle
+
+EVENTS = pathlib.Path(__file__).resolve().parents[2] / "events"
+NAME = "pytorch-training-2026-01-01-00-00-00-000"
+
+
+def _invoke(cloud, file: str):
+    return handle(json.loads((EVENTS / file).read_text()), LambdaContext(), cloud.deps)
+
+
+def test_api_samples_answer_as_documented(cloud):
+    added = _invoke(cloud, "api-add-job.json")
+    assert added["statusCode"] == 201
+    assert json.loads(added["body"])["job"]["name"] == NAME
+    assert json.loads(_invoke(cloud, "api-list-jobs.json")["body"])["jobs"][0]["name"] == NAME
+    assert _invoke(cloud, "api-get-job.json")["statusCode"] == 200
+    changed = _invoke(cloud, "api-change-priority.json")
+    assert json.loads(changed["body"])["job"]["priority"] == 5
+    cancelled = _invoke(cloud, "api-cancel-job.json")
+    assert json.loads(cancelled["body"])["job"]["state"] == "cancelling"
+
+
+def test_state_change_samples_settle_the_job(cloud):
+    assert _invoke(cloud, "api-add-job.json")["statusCode"] == 201
+    _invoke(cloud, "sagemaker-failed.json")
+    failed = json.loads(_invoke(cloud, "api-get-job.json")["body"])["job"]
+    assert failed["state"] == "failed"
+    assert failed["failure_reason"].startswith("AlgorithmError")
+    # Later events for the same attempt change nothing.
+    _invoke(cloud, "sagemaker-completed.json")
+    _invoke(cloud, "sagemaker-stopped.json")
+    _invoke(cloud, "schedule-reconcile.json")
+    assert json.loads(_invoke(cloud, "api-get-job.json")["body"])["job"]["state"] == "failed"
+
+
+def test_samples_use_an_allowed_role():
+    body = json.loads(json.loads((EVENTS / "api-add-job.json").read_text())["body"])
+    assert body["RoleArn"] == ROLE_ARN

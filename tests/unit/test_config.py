@@ -1,0 +1,40 @@
+"""The Lambda's settings: read from the environment, refused with a message when wrong."""
+
+import pytest
+
+from job_queue.config import ConfigError, Settings
+
+ROLE = "arn:aws:iam::123456789012:role/Train"
+
+
+def _env(**overrides):
+    env = {"TABLE_NAME": "queue", "CAPACITY": '{"ml.p5.48xlarge": 2}', "ALLOWED_ROLE_ARNS": ROLE}
+    env.update(overrides)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def test_settings_from_the_environment():
+    settings = Settings.from_environment(
+        _env(ALLOWED_ROLE_ARNS=f"{ROLE}, {ROLE}2", QUEUE_NAME="team-a", PREEMPTION="false")
+    )
+    assert settings.capacity == {"ml.p5.48xlarge": 2}
+    assert settings.allowed_role_arns == {ROLE, f"{ROLE}2"}
+    assert settings.queue_name == "team-a"
+    assert settings.policy.preemption is False
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"TABLE_NAME": None}, "TABLE_NAME"),
+        ({"CAPACITY": "two"}, "CAPACITY"),
+        ({"CAPACITY": "{}"}, "CAPACITY"),
+        ({"CAPACITY": '{"p5": 2}'}, "p5"),
+        ({"CAPACITY": '{"ml.p5.48xlarge": -1}'}, "ml.p5.48xlarge"),
+        ({"CAPACITY": '{"ml.p5.48xlarge": 1.5}'}, "ml.p5.48xlarge"),
+        ({"ALLOWED_ROLE_ARNS": "Admin"}, "ALLOWED_ROLE_ARNS"),
+    ],
+)
+def test_bad_settings_name_the_variable(overrides, named):
+    with pytest.raises(ConfigError, match=named):
+        Settings.from_environment(_env(**overrides))
