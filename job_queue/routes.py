@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
 from job_queue.errors import InvalidRequest, QueueError
 from job_queue.request import parse_body
+from job_queue.scheduler import positions
 from job_queue.scheduler.planner import preemption_order
 from job_queue.service import QueueService
 from job_queue.views import active_row, job_detail, waiting_row
@@ -38,7 +39,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         # then the waiting queue in the order jobs will start.
         active = sorted(pool.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, pool.attempt_names[j.name], now) for j in active]
-        rows += [waiting_row(j, i, now) for i, j in enumerate(waiting, start=1)]
+        rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
         return _json(200, {"jobs": rows, "capacity": dict(service.settings.capacity)})
 
     @app.get("/jobs/<name>")

@@ -1,6 +1,6 @@
 """Pure scheduling core: decisions over plain data, no I/O, no clock."""
 
-from job_queue.scheduler.planner import Planner, choose_victims, plan, queue_order
+from job_queue.scheduler.planner import Planner, choose_victims, plan, positions, queue_order
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "WaitingJob",
     "choose_victims",
     "plan",
+    "positions",
     "queue_order",
 ]

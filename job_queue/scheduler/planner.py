@@ -140,6 +140,25 @@ def plan(
     return planner.plan()
 
 
+def positions(waiting: Iterable[WaitingJob]) -> list[int]:
+    """Each waiting job's place in line (``waiting`` in queue order): 1 + the jobs ahead of
+    it that need one of its instance types. Jobs of other types do not make it wait."""
+    single_type: dict[str, int] = {}  # jobs seen that need one type, per type
+    multi_type: list[frozenset[str]] = []  # the types of jobs seen that need several
+    result = []
+    for job in waiting:
+        types = frozenset(job.demand)
+        ahead = sum(single_type.get(t, 0) for t in types)
+        ahead += sum(1 for seen in multi_type if seen & types)
+        result.append(ahead + 1)
+        if len(types) == 1:
+            (itype,) = types
+            single_type[itype] = single_type.get(itype, 0) + 1
+        else:
+            multi_type.append(types)
+    return result
+
+
 def queue_order(job: WaitingJob) -> tuple[int, int]:
     """Sort key of the queue: higher priority first, then first submitted first."""
     return (-job.priority, job.seq)

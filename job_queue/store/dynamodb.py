@@ -151,10 +151,16 @@ class DynamoJobStore:
             yield job
 
     def position(self, job: Job) -> int:
-        """1-based place of a waiting job among all waiting jobs."""
-        ahead = 0
-        for partition in [*(f"WAITING#{t}" for t in job.demand), f"WAITING#{MULTI_TYPE}"]:
-            ahead += self._count_before(partition, order_key(job.priority, job.seq))
+        """1-based place of a waiting job: 1 + the waiting jobs ahead of it that need one of
+        its instance types (as :func:`job_queue.scheduler.positions` counts)."""
+        key = order_key(job.priority, job.seq)
+        ahead = sum(self._count_before(f"WAITING#{t}", key) for t in job.demand)
+        # Jobs needing several types are few; read them and keep those that compete.
+        multi = self._read_partition(f"WAITING#{MULTI_TYPE}", lambda: True)
+        for sort_key, other in multi:
+            if sort_key >= key:
+                break
+            ahead += bool(set(other.demand) & set(job.demand))
         return ahead + 1
 
     def depth(self, instance_types: list[str]) -> int:

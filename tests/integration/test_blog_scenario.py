@@ -40,11 +40,15 @@ def test_blog_scenario_runs_in_priority_order_with_preemption(cloud):
     assert {job(cloud, n)["state"] for n in ("job1", "job2", "job3", "job4")} == {"completed"}
 
 
-def test_preempted_job_keeps_its_history(cloud):
+def _blog_submissions(cloud):
     for name, priority in (("job1", 1), ("job2", 2), ("job3", 1)):
         submit(cloud, name, priority)
     cloud.advance(300)
     submit(cloud, "job4", 3)
+
+
+def test_preempted_job_keeps_its_history(cloud):
+    _blog_submissions(cloud)
     cloud.advance(1800)
 
     history = job(cloud, "job1")
@@ -59,10 +63,7 @@ def test_preempted_job_keeps_its_history(cloud):
 
 
 def test_capacity_is_never_exceeded_in_sagemaker(cloud):
-    for name, priority in (("job1", 1), ("job2", 2), ("job3", 1)):
-        submit(cloud, name, priority)
-    cloud.advance(300)
-    submit(cloud, "job4", 3)
+    _blog_submissions(cloud)
     cloud.advance(3600)
     # Stopping jobs hold their instances: the emulated account never saw more than 2.
     assert cloud.sagemaker.peak_in_use == {"ml.p5.48xlarge": 2}

@@ -207,3 +207,28 @@ def test_unknown_job_is_404_on_every_route(cloud):
     assert cloud.api("DELETE", "/jobs/ghost")[0] == 404
     status, body = cloud.api("PUT", "/jobs/ghost/priority", {"priority": 2})
     assert status == 404 and "ghost" in body["message"]
+
+
+def test_position_is_the_same_in_the_answer_and_in_the_list(make_cloud):
+    cloud = make_cloud({P5: 1, G5: 1})
+    submit(cloud, "p5-run", 1, instance_type=P5)
+    submit(cloud, "g5-run", 1, instance_type=G5)
+    answers = {
+        "p5-wait": submit(cloud, "p5-wait", 1, instance_type=P5)["position"],
+        "g5-wait": submit(cloud, "g5-wait", 2, instance_type=G5)["position"],
+        "p5-later": submit(cloud, "p5-later", 1, instance_type=P5)["position"],
+    }
+    hetero = training_request("hetero", 3)
+    hetero["ResourceConfig"] = {
+        "InstanceGroups": [
+            {"InstanceGroupName": "a", "InstanceType": P5, "InstanceCount": 1},
+            {"InstanceGroupName": "b", "InstanceType": G5, "InstanceCount": 1},
+        ]
+    }
+    status, body = cloud.api("POST", "/add-job", hetero)
+    assert status == 201
+    answers["hetero"] = body["position"]
+    assert answers == {"p5-wait": 1, "g5-wait": 1, "p5-later": 2, "hetero": 1}
+    listed = {r["name"]: r["position"] for r in cloud.jobs() if r["position"]}
+    assert listed == {"hetero": 1, "g5-wait": 2, "p5-wait": 2, "p5-later": 3}
+    assert job(cloud, "p5-later")["position"] == 3

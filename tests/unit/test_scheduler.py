@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, WaitingJob, plan
+from job_queue.scheduler import ActiveJob, Policy, WaitingJob, plan, positions
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
@@ -209,3 +209,15 @@ def test_never_plans_beyond_capacity():
     active = [running("r", 0, instances=1)]
     result = plan(jobs, active, {P5: 4}, NOW)
     assert sum(j.demand[P5] for j in result.starts) + 1 <= 4
+
+
+def test_position_counts_only_jobs_that_compete_for_the_same_instances():
+    queue = [
+        waiting("p5-a", 5),
+        waiting("g5-a", 4, itype=G5),
+        waiting("hetero", 3, demand={P5: 1, G5: 1}),
+        waiting("p5-b", 2),
+        waiting("g5-b", 1, itype=G5),
+        waiting("trn", 0, itype="ml.trn1.32xlarge"),
+    ]
+    assert positions(queue) == [1, 1, 3, 3, 3, 1]
