@@ -5,6 +5,7 @@ import pytest
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "training-job-queue")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainingJobQueue")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
     os.environ.setdefault(variable, "testing")
 

@@ -1,80 +1,143 @@
-"""`make demo`: the blog's scenario through the real handler, on emulated AWS.
+"""`make demo`: the blog's scenario through `estimator.fit()`, over HTTP, on this machine.
 
-Two ml.p5.48xlarge instances. job1 (priority 1), job2 (2) and job3 (1) are submitted; then
-job4 (3) arrives and preempts job1. Time is simulated: jobs run 10 minutes, a stop takes 1.
+`smq local-api` is started in-process (the real Lambda handler behind a local API, AWS
+emulated, real time: a stop takes a second and each job runs the seconds of its
+`simulated-run-seconds` tag). Four PyTorch estimators, each with a
+`QueueTrainingJobSession`, call `fit(wait=False)`: job1 (priority 1), job2 (2) and job3 (1)
+on two ml.p5.48xlarge; then job4 (3) arrives and preempts job1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import tempfile
+import time
 from collections.abc import Callable
-
-from tabulate import tabulate
+from pathlib import Path
 
 INSTANCE = "ml.p5.48xlarge"
-
-
-def queue_table(jobs: list[dict]) -> str:
-    """The queue as the blog shows it, plus where each job stands."""
-    if not jobs:
-        return "(the queue is empty)"
-    rows = [
-        (
-            j["name"],
-            j["state"],
-            j["priority"],
-            j["position"] or "",
-            f"{j['instance_count']} x {j['instance_type']}",
-            j.get("sagemaker_job_name") or "",
-        )
-        for j in jobs
-    ]
-    headers = ("Job Name", "State", "Priority", "Position", "Instances", "SageMaker job")
-    return tabulate(rows, headers=headers)
+STOP_SECONDS = 1.0
+# (name, priority, simulated run seconds): job2 ends first, then job4, then the rest.
+JOBS = (("job1", 1, 15), ("job2", 2, 6), ("job3", 1, 4), ("job4", 3, 6))
+TRAIN_SCRIPT = 'print("training ...")\n'
 
 
 def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
     """Play the scenario, printing the queue after each step; returns each step's table."""
-    from tjq.local.cloud import LocalCloud, training_request
+    from sagemaker.pytorch import PyTorch  # noqa: F401 (slow to import: not while jobs run)
 
-    tables = []
-    with LocalCloud(capacity={INSTANCE: 2}, run_seconds=600, stop_seconds=60) as cloud:
-        start = cloud.clock()
+    from tjq.local.server import LocalApi
 
-        def step(title: str) -> None:
-            minutes, seconds = divmod(int(cloud.clock() - start), 60)
-            out(f"\n[{minutes:02d}:{seconds:02d}] {title}")
-            jobs = cloud.jobs()
+    tables: list[list[tuple[str, str, int]]] = []
+    with (
+        LocalApi(capacity={INSTANCE: 2}, stop_seconds=STOP_SECONDS) as local,
+        _exported(local.environment()),
+    ):
+        from tjq.api import QueueClient
+        from tjq.table import queue_table
+
+        client = QueueClient.from_environment()
+        started = time.monotonic()
+
+        def step(title: str, until: Callable[[list[dict]], bool]) -> None:
+            jobs = _wait_for(client, until)
+            out(f"\n[{time.monotonic() - started:4.1f}s] {title}")
             out(queue_table(jobs))
             tables.append([(j["name"], j["state"], j["priority"]) for j in jobs])
 
-        def submit(name: str, priority: int) -> None:
-            status, body = cloud.api("POST", "/add-job", training_request(name, priority))
-            if status >= 300:
-                raise SystemExit(f"submitting {name} failed: {body}")
-
-        out(f"Capacity: 2 x {INSTANCE}. Jobs run 10 minutes; a stop takes 1 (simulated time).")
-        for name, priority in (("job1", 1), ("job2", 2), ("job3", 1)):
-            submit(name, priority)
-        step("job1 (priority 1), job2 (2) and job3 (1) submitted: two start, job3 waits")
-        cloud.advance(300)
-        submit("job4", 3)
-        step("job4 (priority 3) submitted: job1, the lowest-priority running job, is stopped")
-        cloud.advance(60)
-        step("job1 stopped and back in the queue, in its place; job4 runs")
-        cloud.advance(240)
-        step("job2 completed: job1 resumes ahead of job3 (same priority, queued first)")
-        cloud.advance(360)
-        step("job4 completed: job3 starts")
-        cloud.advance(600)
-        step("job1 and job3 completed")
+        with tempfile.TemporaryDirectory() as source:
+            Path(source, "train.py").write_text(TRAIN_SCRIPT)
+            for job in JOBS[:3]:
+                _fit(*job, source, out)
+            step(
+                "job1 (priority 1), job2 (2), job3 (1) submitted: two start, job3 waits",
+                lambda jobs: (
+                    _states(jobs) == {"job1": "running", "job2": "running", "job3": "pending"}
+                ),
+            )
+            _fit(*JOBS[3], source, out)
+            step(
+                "job4 (priority 3) submitted: job1, the lowest-priority running job, is stopped",
+                lambda jobs: _states(jobs).get("job4") in ("pending", "running"),
+            )
+            step(
+                "job1 stopped and back in the queue, in its place; job4 runs",
+                lambda jobs: (
+                    _states(jobs).get("job1") == "preempted"
+                    and _states(jobs).get("job4") == "running"
+                ),
+            )
+            step(
+                "job2 completed first: job1 resumes ahead of job3 (same priority, queued first)",
+                lambda jobs: "job2" not in _states(jobs) and _states(jobs).get("job1") == "running",
+            )
+            step("job4 completed: job3 starts", lambda jobs: "job4" not in _states(jobs))
+            step("job1 and job3 completed", lambda jobs: not jobs)
     return tables
 
 
+def _fit(name: str, priority: int, seconds: int, source: str, out: Callable[[str], None]) -> None:
+    from sagemaker.pytorch import PyTorch
+
+    from tjq import QueueTrainingJobSession
+    from tjq.local.cloud import ROLE_ARN
+
+    estimator = PyTorch(
+        entry_point="train.py",
+        source_dir=source,
+        role=ROLE_ARN,
+        instance_type=INSTANCE,
+        instance_count=1,
+        framework_version="2.3",
+        py_version="py311",
+        sagemaker_session=QueueTrainingJobSession(out=out),
+        tags=[
+            {"Key": "priority", "Value": str(priority)},
+            {"Key": "simulated-run-seconds", "Value": str(seconds)},
+        ],
+    )
+    estimator.fit(wait=False, job_name=name)
+
+
+@contextlib.contextmanager
+def _exported(variables: dict[str, str]):
+    """What a user exports in their shell, for the duration of the demo only."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _states(jobs: list[dict]) -> dict[str, str]:
+    return {job["name"]: job["state"] for job in jobs}
+
+
+def _wait_for(client, until: Callable[[list[dict]], bool], timeout: float = 60.0) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = client.jobs()["jobs"]
+        if until(jobs) or time.monotonic() > deadline:
+            return jobs
+        time.sleep(0.05)
+
+
 def main() -> None:
-    # Quiet the Lambda's structured logs and metrics: the tables tell the story here.
+    # The Lambda's logs, the SDK's notices and moto's request log would drown the tables.
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    for noisy in ("werkzeug", "botocore", "sagemaker", "sagemaker.config"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    runs = ", ".join(f"{name} {seconds}s" for name, _, seconds in JOBS)
+    print(f"Capacity: 2 x {INSTANCE}. Jobs run {runs}; a stop takes {STOP_SECONDS:g}s.")
     run()
 
 

@@ -1,7 +1,5 @@
 """The blog's scenario, end to end through the real handler: capacity 2, four jobs."""
 
-from tjq import demo
-
 from tests.integration.helpers import job, submit
 
 
@@ -67,20 +65,3 @@ def test_capacity_is_never_exceeded_in_sagemaker(cloud):
     cloud.advance(3600)
     # Stopping jobs hold their instances: the emulated account never saw more than 2.
     assert cloud.sagemaker.peak_in_use == {"ml.p5.48xlarge": 2}
-
-
-def test_demo_prints_the_blog_sequence():
-    printed: list[str] = []
-    tables = demo.run(out=printed.append)
-    assert [("job2", "running", 2), ("job1", "running", 1), ("job3", "pending", 1)] in tables
-    assert [
-        ("job4", "running", 3),
-        ("job2", "running", 2),
-        ("job1", "preempted", 1),
-        ("job3", "pending", 1),
-    ] in tables
-    assert [("job4", "running", 3), ("job1", "running", 1), ("job3", "pending", 1)] in tables
-    assert tables[-1] == []
-    text = "\n".join(printed)
-    assert "Job Name" in text and "State" in text and "Priority" in text
-    assert text.rstrip().endswith("(the queue is empty)")

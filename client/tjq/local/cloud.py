@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import boto3
@@ -110,8 +112,13 @@ class LocalCloud:
         stop_seconds: float = 60.0,
         queue_name: str = "training-job-queue",
         table_name: str = "training-job-queue",
+        clock: Callable[[], float] | None = None,
+        endpoint_url: str | None = None,
     ) -> None:
-        self.clock = SimClock()
+        # Simulated time and in-process moto by default; `smq local-api` passes the wall
+        # clock and a moto server's URL instead.
+        self.clock = clock or SimClock()
+        self._endpoint_url = endpoint_url
         self.settings = Settings(
             table_name=table_name,
             capacity=dict(capacity),
@@ -123,35 +130,44 @@ class LocalCloud:
             self.clock, run_seconds, stop_seconds, account_limits=dict(capacity), region=REGION
         )
         self._rule = EventPattern.load(json.dumps(state_change_pattern(queue_name)))
-        self._mock = mock_aws()
+        self._mock = None if endpoint_url else mock_aws()
         self._lost_events = 0
         self.delivered: list[dict] = []
         self.dynamodb_usage = DynamoDBUsage()
 
     def __enter__(self) -> LocalCloud:
-        self._mock.start()
+        if self._mock:
+            self._mock.start()
         lock = threading.Lock()
-        dynamodb = boto3.client("dynamodb", region_name=REGION)
-        dynamodb.create_table(
-            TableName=self.settings.table_name,
-            KeySchema=KEY_SCHEMA,
-            AttributeDefinitions=ATTRIBUTE_DEFINITIONS,
-            BillingMode="PAY_PER_REQUEST",
-        )
-        dynamodb.update_time_to_live(
-            TableName=self.settings.table_name,
-            TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
-        )
-        sagemaker = boto3.client("sagemaker", region_name=REGION)
+        dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=self._endpoint_url)
+        try:
+            dynamodb.create_table(
+                TableName=self.settings.table_name,
+                KeySchema=KEY_SCHEMA,
+                AttributeDefinitions=ATTRIBUTE_DEFINITIONS,
+                BillingMode="PAY_PER_REQUEST",
+            )
+            dynamodb.update_time_to_live(
+                TableName=self.settings.table_name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
+            )
+        except dynamodb.exceptions.ResourceInUseException:
+            pass  # the table survives a restart of the emulator's client
+        sagemaker = boto3.client("sagemaker", region_name=REGION, endpoint_url=self._endpoint_url)
         self.sagemaker.install(sagemaker)
         self.dynamodb = _Serialized(dynamodb, lock, self.dynamodb_usage)
         self.deps = Dependencies.from_clients(
-            self.settings, self.dynamodb, sagemaker, clock=self.clock, sleep=self.clock.sleep
+            self.settings,
+            self.dynamodb,
+            sagemaker,
+            clock=self.clock,
+            sleep=getattr(self.clock, "sleep", time.sleep),
         )
         return self
 
     def __exit__(self, *exc) -> None:
-        self._mock.stop()
+        if self._mock:
+            self._mock.stop()
 
     # -- what users and AWS do --------------------------------------------------------------
 
@@ -159,11 +175,18 @@ class LocalCloud:
         """Call the private API as API Gateway would invoke the Lambda."""
         if body is not None and not isinstance(body, str):
             body = json.dumps(body)
+        response = self.invoke_api(method, path, body)
+        return response["statusCode"], json.loads(response["body"] or "null")
+
+    def invoke_api(
+        self, method: str, path: str, body: str | None, headers: dict | None = None
+    ) -> dict:
+        """The Lambda's proxy response to an API Gateway REST event for ``path``."""
         event = {
             "resource": path,
             "path": path,
             "httpMethod": method,
-            "headers": {"content-type": "application/json"},
+            "headers": headers or {"content-type": "application/json"},
             "multiValueHeaders": {},
             "queryStringParameters": None,
             "pathParameters": None,
@@ -177,8 +200,12 @@ class LocalCloud:
             "body": body,
             "isBase64Encoded": False,
         }
-        response = handle(event, LambdaContext(), self.deps)
-        return response["statusCode"], json.loads(response["body"] or "null")
+        return handle(event, LambdaContext(), self.deps)
+
+    def pump(self) -> None:
+        """Wall-clock mode: apply the status changes due by now and deliver their events."""
+        self.sagemaker.run_until(self.clock())
+        self.deliver_events()
 
     def advance(self, seconds: float) -> None:
         """Let simulated time pass: jobs finish and stop, and their events are delivered."""

@@ -32,6 +32,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.parsers import create_parser
 
 RUN_SECONDS_TAG = "simulated-run-seconds"
+JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _HOLDING = ("InProgress", "Stopping")
 
@@ -106,23 +107,26 @@ class LocalSageMaker:
         """Answer this boto3 client's training-job calls."""
         client.meta.events.register_first("before-call.sagemaker", self._answer)
 
-    def _answer(self, model, params, **_):
+    def handles(self, operation: str) -> bool:
+        return operation in self._operations
+
+    def respond(self, operation: str, body: bytes) -> tuple[int, bytes]:
+        """Answer one JSON-protocol request: HTTP status and JSON body."""
         with self._lock:
-            self.calls[model.name] = self.calls.get(model.name, 0) + 1
-        operation = self._operations.get(model.name)
-        if operation is None:
-            return None
-        body = json.loads(params.get("body") or b"{}")
-        try:
+            self.calls[operation] = self.calls.get(operation, 0) + 1
+            try:
+                status, payload = 200, self._operations[operation](json.loads(body or b"{}"))
+            except SageMakerFault as fault:
+                status, payload = fault.status, {"__type": fault.code, "message": fault.message}
+        return status, json.dumps(payload, default=str).encode()
+
+    def _answer(self, model, params, **_):
+        if not self.handles(model.name):
             with self._lock:
-                status, payload = 200, operation(body)
-        except SageMakerFault as fault:
-            status, payload = fault.status, {"__type": fault.code, "message": fault.message}
-        raw = json.dumps(payload, default=str).encode()
-        headers = {
-            "x-amzn-requestid": str(uuid.uuid4()),
-            "content-type": "application/x-amz-json-1.1",
-        }
+                self.calls[model.name] = self.calls.get(model.name, 0) + 1
+            return None
+        status, raw = self.respond(model.name, params.get("body") or b"{}")
+        headers = {"x-amzn-requestid": str(uuid.uuid4()), "content-type": JSON_CONTENT_TYPE}
         parsed = create_parser("json").parse(
             {"status_code": status, "headers": headers, "body": raw}, model.output_shape
         )

@@ -1,0 +1,173 @@
+"""A signed HTTP client for the queue's private API.
+
+Requests are signed with SigV4 (service ``execute-api``) using the caller's boto3 credentials.
+A private API is reached either by its own URL (private DNS on the VPC endpoint) or through
+the VPC endpoint's DNS name, with the API id in the ``x-apigw-api-id`` header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from urllib.parse import quote, urlsplit
+
+import boto3
+import requests
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+
+from tjq.errors import (
+    AccessDenied,
+    JobConflict,
+    JobNotFound,
+    NoCredentials,
+    NotConfigured,
+    QueueApiError,
+    QueueUnreachable,
+)
+
+_ERRORS_BY_STATUS = {403: AccessDenied, 404: JobNotFound, 409: JobConflict}
+_RETRY_STATUSES = {429, 500, 502, 503, 504}
+_CONNECT_RETRIES = 2  # a refused connection rarely heals in seconds: fail fast
+
+
+class QueueClient:
+    """The queue's REST API.
+
+    Example::
+
+        client = QueueClient("https://abc123.execute-api.us-east-1.amazonaws.com/prod")
+        client.submit(create_training_job_request)
+        client.jobs()
+
+    Through a VPC endpoint's DNS name::
+
+        QueueClient("https://vpce-0a1b2c3d-xyz.execute-api.us-east-1.vpce.amazonaws.com/prod",
+                    api_id="abc123")
+    """
+
+    def __init__(
+        self,
+        url: str,
+        api_id: str | None = None,
+        region: str | None = None,
+        boto_session: boto3.Session | None = None,
+        timeout: tuple[float, float] = (5.0, 30.0),
+        retries: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not url:
+            raise NotConfigured(
+                "no queue API URL: pass one or set SMQ_API_URL "
+                "(the ApiUrl output of the deployed stack)"
+            )
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise NotConfigured(f"the queue API URL {url!r} must start with https:// or http://")
+        self.url = url.rstrip("/")
+        self.api_id = api_id
+        self._session = boto_session or boto3.Session()
+        self.region = (
+            region or _region_from_url(self.url) or self._session.region_name or "us-east-1"
+        )
+        self._http = requests.Session()
+        self._timeout = timeout
+        self._retries = retries
+        self._sleep = sleep
+
+    @classmethod
+    def from_environment(cls, url: str | None = None, **kwargs) -> QueueClient:
+        """Settings from arguments, else SMQ_API_URL, SMQ_API_ID and SMQ_REGION."""
+        return cls(
+            url or os.environ.get("SMQ_API_URL", ""),
+            api_id=kwargs.pop("api_id", None) or os.environ.get("SMQ_API_ID") or None,
+            region=kwargs.pop("region", None) or os.environ.get("SMQ_REGION") or None,
+            **kwargs,
+        )
+
+    # -- the routes ---------------------------------------------------------------------------
+
+    def submit(self, request: dict) -> dict:
+        """POST /add-job: ``{"job": ..., "position": ...}``."""
+        return self._call("POST", "/add-job", request)
+
+    def jobs(self) -> dict:
+        """GET /jobs: ``{"jobs": [...], "capacity": {...}}``."""
+        return self._call("GET", "/jobs")
+
+    def job(self, name: str) -> dict:
+        """GET /jobs/{name}: the job with its attempts."""
+        return self._call("GET", f"/jobs/{quote(name)}")["job"]
+
+    def cancel(self, name: str) -> dict:
+        return self._call("DELETE", f"/jobs/{quote(name)}")["job"]
+
+    def set_priority(self, name: str, priority: int) -> dict:
+        return self._call("PUT", f"/jobs/{quote(name)}/priority", {"priority": priority})["job"]
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body) if body is not None else None
+        for attempt in range(self._retries + 1):
+            try:
+                response = self._send(method, path, data)
+            except requests.RequestException as exc:
+                if attempt >= min(self._retries, _CONNECT_RETRIES):
+                    raise QueueUnreachable(
+                        f"cannot reach the queue API at {self.url}: {_reason(exc)}"
+                    ) from None
+            else:
+                if response.status_code not in _RETRY_STATUSES or attempt == self._retries:
+                    return _answer(response)
+            self._sleep(min(8.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0))
+        raise AssertionError("unreachable")
+
+    def _send(self, method: str, path: str, data: str | None) -> requests.Response:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.api_id:
+            headers["x-apigw-api-id"] = self.api_id
+        request = AWSRequest(method=method, url=self.url + path, data=data, headers=headers)
+        credentials = self._session.get_credentials()
+        if credentials is None:
+            raise NoCredentials(
+                "no AWS credentials to sign the request with (configure them as for the AWS CLI)"
+            )
+        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(
+            request
+        )
+        return self._http.request(
+            method, request.url, data=data, headers=dict(request.headers), timeout=self._timeout
+        )
+
+
+def _answer(response: requests.Response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"message": response.text.strip() or response.reason}
+    if response.status_code < 400:
+        return body
+    message = (body or {}).get("message") or (body or {}).get("Message") or response.reason
+    error = _ERRORS_BY_STATUS.get(response.status_code, QueueApiError)
+    raise error(response.status_code, message)
+
+
+def _region_from_url(url: str) -> str | None:
+    # abc123.execute-api.us-east-1.amazonaws.com or vpce-...execute-api.us-east-1.vpce...
+    parts = urlsplit(url).hostname.split(".") if urlsplit(url).hostname else []
+    if "execute-api" in parts:
+        index = parts.index("execute-api")
+        if index + 1 < len(parts):
+            return parts[index + 1]
+    return None
+
+
+def _reason(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.Timeout):
+        return "the request timed out"
+    if isinstance(exc, requests.ConnectionError):
+        return "connection refused or host not found"
+    return type(exc).__name__

@@ -1,0 +1,254 @@
+"""`smq`: watch and steer the training-job queue from a shell.
+
+    smq status [--json]              the queue as a table
+    smq show NAME [--json]           one job and its attempts
+    smq cancel NAME                  stop a job / take it out of the queue
+    smq priority NAME N              change a job's priority
+    smq submit REQUEST.json [--priority N]
+    smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
+
+The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
+(or --api-id). Requests are signed with your AWS credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from tjq.errors import QueueApiError, QueueClientError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit code is 0 on success, 1 on an error, 2 on bad usage."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except QueueApiError as exc:
+        return _fail(f"{exc.message} (HTTP {exc.status})")
+    except QueueClientError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _status(args) -> int:
+    answer = _client(args).jobs()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    from tjq.table import queue_table
+
+    print(queue_table(answer["jobs"]))
+    capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
+    print(f"\ncapacity: {capacity}")
+    return 0
+
+
+def _show(args) -> int:
+    job = _client(args).job(args.name)
+    if args.json:
+        print(json.dumps(job, indent=2))
+        return 0
+    from tabulate import tabulate
+
+    fields = [
+        (key, job.get(key))
+        for key in (
+            "name",
+            "state",
+            "priority",
+            "position",
+            "instance_count",
+            "instance_type",
+            "submitted_at",
+            "first_started_at",
+            "ended_at",
+            "sagemaker_job_name",
+            "preemptions",
+            "failure_reason",
+            "last_start_error",
+        )
+        if job.get(key) not in (None, "")
+    ]
+    print(tabulate(fields, tablefmt="plain"))
+    if job["attempts"]:
+        rows = [
+            (
+                a["attempt"],
+                a["sagemaker_job_name"],
+                a["started_at"],
+                a["ended_at"] or "",
+                a["outcome"] or "running",
+                a["preempted_by"] or a["failure_reason"] or "",
+            )
+            for a in job["attempts"]
+        ]
+        headers = ("Attempt", "SageMaker job", "Started", "Ended", "Outcome", "Detail")
+        print("\n" + tabulate(rows, headers=headers, disable_numparse=True))
+    return 0
+
+
+def _cancel(args) -> int:
+    job = _client(args).cancel(args.name)
+    print(f"{job['name']}: {job['state']}")
+    return 0
+
+
+def _priority(args) -> int:
+    job = _client(args).set_priority(args.name, args.priority)
+    print(f"{job['name']}: priority {job['priority']} ({job['state']})")
+    return 0
+
+
+def _submit(args) -> int:
+    request = _read_request(args.request)
+    if args.priority is not None:
+        tags = [t for t in request.get("Tags", []) if t.get("Key") != "priority"]
+        request["Tags"] = [*tags, {"Key": "priority", "Value": str(args.priority)}]
+    answer = _client(args).submit(request)
+    job = answer["job"]
+    where = f"position {answer['position']}" if answer.get("position") else job["state"]
+    print(f"{job['name']}: {where} (priority {job['priority']})")
+    return 0
+
+
+def _local_api(args) -> int:
+    import logging
+    import os
+    import threading
+
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from tjq.local.server import LocalApi
+
+    capacity = dict(args.capacity or [("ml.p5.48xlarge", 2)])
+    roles = tuple(args.allowed_role) if args.allowed_role else ()
+    local = LocalApi(
+        port=args.port,
+        capacity=capacity,
+        run_seconds=args.run_seconds,
+        stop_seconds=args.stop_seconds,
+        **({"allowed_role_arns": roles} if roles else {}),
+    )
+    try:
+        local.start()
+    except OSError as exc:
+        return _fail(f"cannot listen on port {args.port}: {exc.strerror}")
+    print("training-job-queue local API is up. In the shell that runs your training script:\n")
+    for name, value in local.environment().items():
+        print(f"export {name}={value}")
+    print(
+        f"\ncapacity: {capacity}; jobs run {args.run_seconds:g}s (or their "
+        "simulated-run-seconds tag), a stop takes "
+        f"{args.stop_seconds:g}s. Ctrl-C stops.",
+        flush=True,
+    )
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        print("\nstopping", flush=True)
+    finally:
+        local.stop()
+    return 0
+
+
+def _client(args):
+    from tjq.api import QueueClient
+
+    return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region)
+
+
+def _read_request(path: str) -> dict:
+    try:
+        with open(path) as file:
+            request = json.load(file)
+    except OSError as exc:
+        raise QueueClientError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise QueueClientError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(request, dict) or "TrainingJobName" not in request:
+        raise QueueClientError(
+            f"{path} is not a CreateTrainingJob request (a JSON object with TrainingJobName, "
+            "AlgorithmSpecification, ResourceConfig ...)"
+        )
+    return request
+
+
+def _capacity(text: str) -> tuple[str, int]:
+    itype, _, count = text.partition("=")
+    if not itype.startswith("ml.") or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
+    return itype, int(count)
+
+
+def _fail(message: str) -> int:
+    print(f"smq: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    api = argparse.ArgumentParser(add_help=False)
+    api.add_argument("--url", help="the queue API (default: $SMQ_API_URL)")
+    api.add_argument("--api-id", help="API id, when --url is a VPC endpoint (default: $SMQ_API_ID)")
+    api.add_argument("--region", help="region to sign for (default: from the URL or AWS config)")
+
+    parser = argparse.ArgumentParser(
+        prog="smq", description="Watch and steer the training-job queue."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    status = commands.add_parser("status", parents=[api], help="the queue as a table")
+    status.add_argument("--json", action="store_true", help="print the API's JSON")
+    status.set_defaults(run=_status)
+
+    show = commands.add_parser("show", parents=[api], help="one job and its attempts")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=_show)
+
+    cancel = commands.add_parser("cancel", parents=[api], help="cancel a job")
+    cancel.add_argument("name")
+    cancel.set_defaults(run=_cancel)
+
+    priority = commands.add_parser("priority", parents=[api], help="change a job's priority")
+    priority.add_argument("name")
+    priority.add_argument("priority", type=int)
+    priority.set_defaults(run=_priority)
+
+    submit = commands.add_parser("submit", parents=[api], help="queue a CreateTrainingJob request")
+    submit.add_argument("request", help="a JSON file with the CreateTrainingJob request")
+    submit.add_argument("--priority", type=int, help="set the job's priority tag")
+    submit.set_defaults(run=_submit)
+
+    local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
+    local.add_argument("--port", type=int, default=8080)
+    local.add_argument(
+        "--capacity",
+        type=_capacity,
+        action="append",
+        metavar="TYPE=N",
+        help="instances per type (repeatable; default ml.p5.48xlarge=2)",
+    )
+    local.add_argument(
+        "--allowed-role",
+        action="append",
+        metavar="ARN",
+        help="role ARNs jobs may use (repeatable; default a local example role)",
+    )
+    local.add_argument(
+        "--run-seconds",
+        type=float,
+        default=60.0,
+        help="how long a job runs unless its simulated-run-seconds tag says otherwise",
+    )
+    local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
+    local.set_defaults(run=_local_api)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+import logging
+import os
+import uuid
+
+import pytest
+from tjq.local.server import LocalApi
+
+P5 = "ml.p5.48xlarge"
+G5 = "ml.g5.xlarge"
+G4 = "ml.g4dn.xlarge"
+
+
+@pytest.fixture(scope="package")
+def local_api():
+    """`smq local-api`, in-process: the real handler behind HTTP, AWS emulated, real time."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    # Its Lambda would print metrics into the output that the CLI tests read.
+    previous = os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    try:
+        with LocalApi(capacity={P5: 2, G5: 1, G4: 1}, run_seconds=2, stop_seconds=0.5) as local:
+            yield local
+    finally:
+        if previous is None:
+            del os.environ["POWERTOOLS_METRICS_DISABLED"]
+        else:
+            os.environ["POWERTOOLS_METRICS_DISABLED"] = previous
+
+
+@pytest.fixture
+def local_env(local_api, monkeypatch):
+    """The environment `smq local-api` tells users to export."""
+    for name, value in local_api.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    return local_api
+
+
+@pytest.fixture
+def unique():
+    """A job name no other test uses."""
+    return lambda prefix="job": f"{prefix}-{uuid.uuid4().hex[:8]}"

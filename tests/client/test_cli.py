@@ -1,0 +1,223 @@
+"""`smq`, run in-process against the local API (and a scripted one for failures)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from tjq.cli import main
+from tjq.local.cloud import training_request
+
+from tests.client.stub_api import ScriptedApi
+
+
+def smq(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def queued(local_env, unique, capsys):
+    """A job waiting behind a running one on the single ml.g5.xlarge."""
+    from tjq.api import QueueClient
+
+    client = QueueClient.from_environment()
+    running, waiting = unique("running"), unique("waiting")
+    for name, priority in ((running, 9), (waiting, 1)):
+        request = training_request(name, priority, instance_type="ml.g5.xlarge", run_seconds=120)
+        client.submit(request)
+    yield running, waiting
+    for name in (running, waiting):
+        main(["cancel", name])
+    capsys.readouterr()
+
+
+def test_status_prints_the_queue_as_a_table(capsys, queued):
+    running, waiting = queued
+    code, out, _ = smq(capsys, "status")
+    assert code == 0
+    assert "Job Name" in out and "State" in out and "Priority" in out and "Position" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.split()}
+    assert "running" in lines[running] and "1 x ml.g5.xlarge" in lines[running]
+    assert "pending" in lines[waiting] and "waiting" in lines[waiting]
+    assert "capacity:" in out
+
+
+def test_status_json_is_the_apis_answer(capsys, queued):
+    code, out, _ = smq(capsys, "status", "--json")
+    assert code == 0
+    rows = {row["name"]: row for row in json.loads(out)["jobs"]}
+    assert rows[queued[1]]["position"] >= 1
+
+
+def test_show_prints_a_job_and_its_attempts(capsys, queued):
+    running, _ = queued
+    code, out, _ = smq(capsys, "show", running)
+    assert code == 0
+    assert running in out and "running" in out
+    assert "Attempt" in out and "SageMaker job" in out
+    code, out, _ = smq(capsys, "show", running, "--json")
+    assert json.loads(out)["attempts"][0]["sagemaker_job_name"] == running
+
+
+def test_priority_and_cancel(capsys, queued):
+    _, waiting = queued
+    code, out, _ = smq(capsys, "priority", waiting, "4")
+    assert (code, out.strip()) == (0, f"{waiting}: priority 4 (pending)")
+    code, out, _ = smq(capsys, "cancel", waiting)
+    assert (code, out.strip()) == (0, f"{waiting}: cancelled")
+
+
+def test_submit_a_request_file_with_a_priority(capsys, local_env, unique, tmp_path):
+    name = unique()
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g4dn.xlarge")))
+    code, out, _ = smq(capsys, "submit", str(path), "--priority", "7")
+    assert code == 0 and out.startswith(f"{name}: ") and "(priority 7)" in out
+    code, out, _ = smq(capsys, "show", name, "--json")
+    assert json.loads(out)["priority"] == 7
+    main(["cancel", name])
+
+
+@pytest.mark.parametrize("command", [["show"], ["cancel"], ["priority", "--", "3"]])
+def test_unknown_job_exits_1_with_the_servers_message(capsys, local_env, command):
+    argv = [command[0], "no-such-job", *command[1:]]
+    if command[0] == "priority":
+        argv = ["priority", "no-such-job", "3"]
+    code, out, err = smq(capsys, *argv)
+    assert code == 1 and out == ""
+    assert err.strip() == "smq: error: no job named no-such-job in the queue (HTTP 404)"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not JSON"),
+        ("[1, 2]", "is not a CreateTrainingJob request"),
+        ('{"JobName": "x"}', "is not a CreateTrainingJob request"),
+    ],
+    ids=["not JSON", "not an object", "another API's request"],
+)
+def test_submit_refuses_a_file_that_is_not_a_request(capsys, local_env, tmp_path, content, message):
+    path = tmp_path / "request.json"
+    path.write_text(content)
+    code, _, err = smq(capsys, "submit", str(path))
+    assert code == 1 and message in err and "Traceback" not in err
+
+
+def test_submit_of_a_missing_file(capsys, local_env, tmp_path):
+    code, _, err = smq(capsys, "submit", str(tmp_path / "absent.json"))
+    assert code == 1 and "cannot read" in err
+
+
+def test_submit_shows_the_servers_refusal(capsys, local_env, unique, tmp_path):
+    request = training_request(unique(), 1, instance_type="ml.m5.large")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    code, _, err = smq(capsys, "submit", str(path))
+    assert code == 1 and "ml.m5.large has no capacity" in err and "(HTTP 400)" in err
+
+
+def test_missing_url_is_a_clear_error(capsys, monkeypatch):
+    monkeypatch.delenv("SMQ_API_URL", raising=False)
+    code, _, err = smq(capsys, "status")
+    assert code == 1 and "SMQ_API_URL" in err
+
+
+def test_unreachable_endpoint_is_a_clear_error_without_traceback(capsys, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    code, _, err = smq(capsys, "status", "--url", "http://127.0.0.1:9/prod")
+    assert code == 1
+    assert err.strip().startswith(
+        "smq: error: cannot reach the queue API at http://127.0.0.1:9/prod"
+    )
+    assert "Traceback" not in err
+
+
+def test_denied_credentials_show_the_servers_message(capsys, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    message = "The security token included in the request is invalid."
+    api = ScriptedApi([(403, {"message": message})])
+    try:
+        code, _, err = smq(capsys, "status", "--url", api.url)
+    finally:
+        api.close()
+    assert code == 1 and message in err and "(HTTP 403)" in err
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["priority", "job", "high"])
+    assert exited.value.code == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["local-api", "--capacity", "p5=two"])
+    assert exited.value.code == 2
+    assert "TYPE=N" in capsys.readouterr().err
+
+
+def test_status_does_not_import_the_sagemaker_sdk(local_env):
+    probe = (
+        "import sys; from tjq.cli import main; code = main(['status']); "
+        "assert 'sagemaker' not in sys.modules, 'sagemaker was imported'; sys.exit(code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SMQ_", "AWS_ENDPOINT"))}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tjq.cli",
+            "local-api",
+            "--port",
+            "0",
+            "--capacity",
+            "ml.g5.xlarge=1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        exports, line = {}, ""
+        deadline = time.monotonic() + 60
+        while "Ctrl-C" not in line:
+            line = process.stdout.readline()
+            assert line or time.monotonic() < deadline, process.stderr.read()
+            if line.startswith("export "):
+                name, _, value = line.removeprefix("export ").strip().partition("=")
+                exports[name] = value
+        assert {
+            "SMQ_API_URL",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_SAGEMAKER",
+            "AWS_DEFAULT_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        } <= set(exports)
+        status = subprocess.run(
+            [sys.executable, "-m", "tjq.cli", "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**env, **exports},
+        )
+        assert status.returncode == 0, status.stderr
+        assert "1 x ml.g5.xlarge" in status.stdout
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert "stopping" in out
