@@ -6,6 +6,7 @@
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
+    smq simulate WORKLOAD.csv --capacity TYPE=N ... [--json] [--plot FILE.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -156,6 +157,56 @@ def _local_api(args) -> int:
     return 0
 
 
+def _simulate(args) -> int:
+    from job_queue.scheduler import Policy
+    from tjq.simulate.engine import SimSettings, simulate
+    from tjq.simulate.metrics import report
+    from tjq.simulate.workload import WorkloadError, read_workload
+
+    capacity = dict(args.capacity or [])
+    if not capacity:
+        return _fail("--capacity TYPE=N is required (for example --capacity ml.p5.48xlarge=2)")
+    try:
+        jobs = read_workload(args.workload, capacity)
+    except WorkloadError as exc:
+        return _fail(f"{args.workload}: {exc}")
+    settings = SimSettings(
+        capacity=capacity,
+        stop_latency=args.stop_latency,
+        start_latency=args.start_latency,
+        policy=Policy(preemption=not args.no_preemption),
+    )
+    show_progress = sys.stderr.isatty() and len(jobs) >= 5000
+    result = simulate(jobs, settings, progress=_progress_bar if show_progress else None)
+    answer = report(result)
+    if args.plot:
+        from tjq.simulate.plot import plot
+
+        try:
+            plot(result, args.plot)
+        except ImportError:
+            return _fail("--plot needs matplotlib: pip install 'training-job-queue[plot]'")
+    if args.json:
+        print(json.dumps(answer))
+    else:
+        from tjq.simulate.summary import summary
+
+        print(summary(answer, capacity))
+    return 0
+
+
+def _progress_bar(done: int, total: int) -> None:
+    width = 40
+    filled = width * done // max(total, 1)
+    end = "\n" if done >= total else ""
+    print(
+        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} jobs",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _client(args):
     from tjq.api import QueueClient
 
@@ -183,6 +234,16 @@ def _capacity(text: str) -> tuple[str, int]:
     if not itype.startswith("ml.") or not count.isdigit():
         raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
     return itype, int(count)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
 
 
 def _fail(message: str) -> int:
@@ -247,6 +308,44 @@ def _parser() -> argparse.ArgumentParser:
     )
     local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
     local.set_defaults(run=_local_api)
+
+    simulate = commands.add_parser(
+        "simulate", help="replay a workload CSV through the queue's scheduler (what-if)"
+    )
+    simulate.add_argument(
+        "workload",
+        help="CSV: name,submit_s,duration_s,priority,"
+        "instance_type,instance_count[,share,max_runtime_s,checkpoint_s]",
+    )
+    simulate.add_argument(
+        "--capacity",
+        type=_capacity,
+        action="append",
+        metavar="TYPE=N",
+        help="instances per type (repeatable; required)",
+    )
+    simulate.add_argument(
+        "--stop-latency",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds a stopped job holds its instances (default 0)",
+    )
+    simulate.add_argument(
+        "--start-latency",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds of provisioning before a job makes progress (default 0)",
+    )
+    simulate.add_argument(
+        "--no-preemption",
+        action="store_true",
+        help="plain capped priority queue (the Preemption=false setting)",
+    )
+    simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")
+    simulate.set_defaults(run=_simulate)
     return parser
 
 

@@ -93,6 +93,8 @@ class LocalSageMaker:
         self._faults: deque[SageMakerFault] = deque()
         self._capacity_failures = 0
         self._lost_responses = 0
+        # Called with each new job; may change its ends_at / end_reason (the simulator does).
+        self.on_create: Callable[[_TrainingJob], None] | None = None
         self._lock = threading.RLock()
         self._operations = {
             "CreateTrainingJob": self.create_training_job,
@@ -201,6 +203,8 @@ class LocalSageMaker:
                 "CapacityError: Unable to provision requested ML compute capacity. "
                 "Please retry using a different ML instance type.",
             )
+        if self.on_create:
+            self.on_create(job)
         self.jobs[name] = job
         self._transition(job, "InProgress", "Starting")
         for itype in demand:

@@ -1,0 +1,255 @@
+"""The fast engine: a workload replayed through the scheduler core on a virtual clock.
+
+It models what the queue and SageMaker do, in the order the real system does it:
+
+* at each event — a job's SageMaker attempt ending (completed, failed at its max runtime,
+  or stopped), then submissions — the queue runs one scheduling pass
+  (:class:`job_queue.scheduler.Planner`, the Lambda's own code) and carries it out;
+* a started attempt holds its instances at once and makes progress after
+  ``start_latency``; a preempted one stops working at once and holds its instances for
+  ``stop_latency``;
+* a preempted job keeps its place in line and resumes from its last checkpoint (or zero).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from job_queue.models import JobState
+from job_queue.scheduler import ActiveJob, Planner, Policy, WaitingJob
+from tjq.simulate.workload import WorkloadJob
+
+_ENDED, _SUBMITTED = 0, 1  # at equal times, attempts end before jobs arrive
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    capacity: Mapping[str, int]
+    stop_latency: float = 0.0
+    start_latency: float = 0.0
+    policy: Policy = field(default_factory=Policy)
+
+
+@dataclass
+class AttemptRecord:
+    """One SageMaker job run for a workload job: when it held its instances, how it ended."""
+
+    job: str
+    number: int
+    start: float
+    end: float | None = None  # when its instances were released
+    outcome: str | None = None  # completed, failed, preempted
+    work_done: float = 0.0  # seconds of progress this attempt made
+    work_lost: float = 0.0  # of which thrown away by the preemption
+    order: int = 0  # its end is processed, among equal times, in the order attempts started
+
+
+@dataclass
+class JobResult:
+    spec: WorkloadJob
+    state: str = "pending"
+    first_start_s: float | None = None
+    end_s: float | None = None
+    preemptions: int = 0
+    lost_instance_s: float = 0.0
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    """A scheduling decision, for comparing engines: (time, "start"|"preempt", job)."""
+
+    time: float
+    action: str
+    job: str
+
+
+@dataclass
+class SimResult:
+    settings: SimSettings
+    jobs: list[JobResult]
+    decisions: list[Decision]
+    idle_while_waiting_instance_s: float
+    queue_depth: list[tuple[float, int]]  # (time, waiting jobs) after each event
+
+
+def simulate(
+    jobs: Sequence[WorkloadJob],
+    settings: SimSettings,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimResult:
+    """Replay ``jobs`` (submission order breaks ties of submit time and priority)."""
+    return _Replay(jobs, settings, progress).run()
+
+
+class _Replay:
+    def __init__(self, jobs, settings: SimSettings, progress) -> None:
+        self.settings = settings
+        self.capacity = dict(settings.capacity)
+        self.results = [JobResult(spec) for spec in jobs]
+        self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
+        self.seq = {index: n for n, index in enumerate(self.order, start=1)}
+        self.done_work = [0.0] * len(jobs)  # checkpointed progress kept across attempts
+        self.events: list[tuple[float, int, int, int, int]] = []
+        self.counter = 0
+        self.waiting_keys: list[tuple[int, int]] = []  # (-priority, seq), sorted
+        self.waiting: dict[tuple[int, int], int] = {}
+        # How many waiting jobs need n instances of a type: for idle_while_waiting.
+        self.waiting_sizes: dict[str, Counter[int]] = {t: Counter() for t in self.capacity}
+        self.index_of = {spec.name: i for i, spec in enumerate(jobs)}
+        self.active: dict[int, tuple[JobState, AttemptRecord]] = {}
+        self.decisions: list[Decision] = []
+        self.idle = 0.0
+        self.depth: list[tuple[float, int]] = []
+        self.progress = progress
+        for index in self.order:
+            self._push(jobs[index].submit_s, _SUBMITTED, index, 0)
+
+    def run(self) -> SimResult:
+        handled, total = 0, len(self.results)
+        now = None
+        while self.events:
+            time, kind, _, index, attempt = heapq.heappop(self.events)
+            if now is not None and time > now:
+                self._account_idle(now, time)
+            now = time
+            if kind == _SUBMITTED:
+                self._enqueue(index)
+                handled += 1
+                if self.progress and handled % 1000 == 0:
+                    self.progress(handled, total)
+            elif not self._end_attempt(index, attempt, now):
+                continue  # a stale event: the attempt was stopped earlier
+            self._schedule(now)
+            self.depth.append((now, len(self.waiting_keys)))
+        if self.progress:
+            self.progress(total, total)
+        return SimResult(self.settings, self.results, self.decisions, self.idle, self.depth)
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _push(self, time: float, kind: int, index: int, attempt: int, order: int = 0) -> int:
+        """Queue an event; ``order`` breaks ties of time (by default, first pushed first)."""
+        if not order:
+            self.counter += 1
+            order = self.counter
+        heapq.heappush(self.events, (time, kind, order, index, attempt))
+        return order
+
+    def _enqueue(self, index: int) -> None:
+        key = (-self.results[index].spec.priority, self.seq[index])
+        bisect.insort(self.waiting_keys, key)
+        self.waiting[key] = index
+        spec = self.results[index].spec
+        self.waiting_sizes[spec.instance_type][spec.instance_count] += 1
+
+    def _end_attempt(self, index: int, number: int, now: float) -> bool:
+        state, attempt = self.active.get(index, (None, None))
+        if attempt is None or attempt.number != number:
+            return False
+        result = self.results[index]
+        spec = result.spec
+        attempt.end = now
+        del self.active[index]
+        if state == JobState.PREEMPTING:
+            attempt.outcome = "preempted"
+            result.preemptions += 1
+            stopping = self.settings.stop_latency * spec.instance_count
+            result.lost_instance_s += attempt.work_lost * spec.instance_count + stopping
+            result.state = "preempted"
+            self._enqueue(index)
+            return True
+        if attempt.work_done + self.done_work[index] >= spec.duration_s - 1e-9:
+            attempt.outcome, result.state = "completed", "completed"
+        else:
+            attempt.outcome, result.state = "failed", "failed"  # its max runtime ran out
+        result.end_s = now
+        return True
+
+    # -- a scheduling pass ------------------------------------------------------------------
+
+    def _schedule(self, now: float) -> None:
+        planner = Planner(
+            [self._active_job(i, s, a) for i, (s, a) in self.active.items()],
+            self.capacity,
+            now,
+            self.settings.policy,
+        )
+        for key in self.waiting_keys:
+            planner.offer(self._waiting_job(self.waiting[key]))
+            if not planner.open_types:
+                break
+        plan = planner.plan()
+        for preemption in plan.preemptions:
+            self._preempt(self.index_of[preemption.victim.name], now)
+        for waiting in plan.starts:
+            self._start(self.waiting.pop((-waiting.priority, waiting.seq)), now)
+
+    def _start(self, index: int, now: float) -> None:
+        result = self.results[index]
+        spec = result.spec
+        key = (-spec.priority, self.seq[index])
+        del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
+        sizes = self.waiting_sizes[spec.instance_type]
+        sizes[spec.instance_count] -= 1
+        if not sizes[spec.instance_count]:
+            del sizes[spec.instance_count]
+        attempt = AttemptRecord(spec.name, len(result.attempts) + 1, now)
+        result.attempts.append(attempt)
+        result.state = "running"
+        if result.first_start_s is None:
+            result.first_start_s = now
+        self.active[index] = (JobState.RUNNING, attempt)
+        self.decisions.append(Decision(now, "start", spec.name))
+        remaining = spec.duration_s - self.done_work[index]
+        work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
+        attempt.work_done = work  # until a preemption says otherwise
+        attempt.order = self._push(
+            now + self.settings.start_latency + work, _ENDED, index, attempt.number
+        )
+
+    def _preempt(self, index: int, now: float) -> None:
+        _, attempt = self.active[index]
+        spec = self.results[index].spec
+        self.active[index] = (JobState.PREEMPTING, attempt)
+        self.decisions.append(Decision(now, "preempt", spec.name))
+        worked = min(attempt.work_done, max(0.0, now - attempt.start - self.settings.start_latency))
+        total = self.done_work[index] + worked
+        # Work since the last checkpoint is lost (all of it without checkpoints).
+        kept = (
+            math.floor(total / spec.checkpoint_s) * spec.checkpoint_s if spec.checkpoint_s else 0.0
+        )
+        attempt.work_done = worked
+        attempt.work_lost = total - kept
+        self.done_work[index] = kept
+        self._push(now + self.settings.stop_latency, _ENDED, index, attempt.number, attempt.order)
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _active_job(self, index: int, state: JobState, attempt: AttemptRecord) -> ActiveJob:
+        spec = self.results[index].spec
+        return ActiveJob(
+            spec.name, spec.priority, self.seq[index], spec.demand, state, attempt.start
+        )
+
+    def _waiting_job(self, index: int) -> WaitingJob:
+        spec = self.results[index].spec
+        return WaitingJob(
+            spec.name, spec.priority, self.seq[index], spec.demand, submitted_at=spec.submit_s
+        )
+
+    def _account_idle(self, start: float, end: float) -> None:
+        if not self.waiting_keys:
+            return
+        free = dict(self.capacity)
+        for index in self.active:
+            spec = self.results[index].spec
+            free[spec.instance_type] -= spec.instance_count
+        for itype, sizes in self.waiting_sizes.items():
+            if free[itype] > 0 and sizes and min(sizes) <= free[itype]:
+                self.idle += free[itype] * (end - start)

@@ -1,0 +1,81 @@
+"""The second engine: a workload replayed through the real Lambda handler, DynamoDB store and
+SageMaker emulation (:class:`tjq.local.LocalCloud`) on the same virtual clock.
+
+Slow (every decision is real API calls against moto), so for small workloads: it is how the
+tests show that the fast engine decides exactly as the deployed queue would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from job_queue.sagemaker import TAG_JOB
+from tjq.local.cloud import LocalCloud, training_request
+from tjq.simulate.engine import Decision, SimSettings
+from tjq.simulate.workload import WorkloadJob
+
+
+def decisions_through_handler(
+    jobs: Sequence[WorkloadJob], settings: SimSettings
+) -> tuple[list[Decision], dict[str, str]]:
+    """Starts and preemptions (seconds since the first submission) and each job's end state."""
+    specs = {job.name: job for job in jobs}
+    cloud = LocalCloud(capacity=dict(settings.capacity), stop_seconds=settings.stop_latency)
+    with cloud:
+        start = cloud.clock()
+        emulator = cloud.sagemaker
+
+        def plan_attempt(attempt) -> None:
+            # How long this SageMaker job runs: what is left of the job's work (after the
+            # checkpoints of its stopped attempts), capped by its max runtime.
+            spec = specs[attempt.tags[TAG_JOB]]
+            kept = 0.0
+            for earlier in emulator.jobs.values():
+                if earlier.tags.get(TAG_JOB) == spec.name and earlier.stopped_at is not None:
+                    worked = max(
+                        0.0, earlier.stopped_at - earlier.created_at - settings.start_latency
+                    )
+                    total = kept + worked
+                    ckpt = spec.checkpoint_s
+                    kept = math.floor(total / ckpt) * ckpt if ckpt else 0.0
+            remaining = spec.duration_s - kept
+            work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
+            attempt.ends_at = attempt.created_at + settings.start_latency + work
+            if work < remaining:
+                attempt.end_reason = ("Failed", "MaxRuntimeExceeded: training job ran too long")
+
+        emulator.on_create = plan_attempt
+        for job in sorted(jobs, key=lambda j: j.submit_s):  # stable: file order breaks ties
+            cloud.advance(start + job.submit_s - cloud.clock())
+            request = training_request(
+                job.name,
+                job.priority,
+                instance_type=job.instance_type,
+                instance_count=job.instance_count,
+            )
+            status, body = cloud.api("POST", "/add-job", request)
+            if status != 201:
+                raise RuntimeError(f"{job.name} was refused: {body}")
+        while emulator.next_change_at() is not None:
+            cloud.advance(emulator.next_change_at() - cloud.clock())
+        decisions = [
+            Decision(a.created_at - start, "start", a.tags[TAG_JOB]) for a in emulator.jobs.values()
+        ]
+        decisions += [
+            Decision(a.stopped_at - start, "preempt", a.tags[TAG_JOB])
+            for a in emulator.jobs.values()
+            if a.stopped_at is not None
+        ]
+        states = {
+            job.name: cloud.api("GET", f"/jobs/{job.name}")[1]["job"]["state"] for job in jobs
+        }
+    return sorted(decisions, key=_order), states
+
+
+def sorted_decisions(decisions: Sequence[Decision]) -> list[Decision]:
+    return sorted(decisions, key=_order)
+
+
+def _order(decision: Decision) -> tuple[float, str, str]:
+    return (round(decision.time, 6), decision.action, decision.job)

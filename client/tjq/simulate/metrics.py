@@ -1,0 +1,94 @@
+"""Metrics of a replay, as `smq simulate --json` reports them.
+
+* wait = first start - submit; jct = end - submit;
+* utilization = instance-seconds held (starting, running, stopping) / instance-seconds
+  available from the first submission to the last end;
+* goodput = instance-seconds of work that counted toward completion / available;
+* lost = instance-seconds of work thrown away by preemption, plus time spent stopping;
+* idle_while_waiting = instance-seconds free while a waiting job would have fit in them.
+
+Percentiles interpolate linearly between the closest ranks (as numpy's default does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tjq.simulate.engine import SimResult
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) of ``values``, linearly interpolated."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _summary(values: Sequence[float], keys=("mean", "p50", "p95", "max")) -> dict:
+    if not values:
+        return dict.fromkeys(keys, 0.0)
+    stats = {
+        "mean": sum(values) / len(values),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "max": max(values),
+    }
+    return {key: round(stats[key], 3) for key in keys}
+
+
+def report(result: SimResult) -> dict:
+    """The JSON object of `smq simulate --json`: per-job rows and the metrics."""
+    jobs = []
+    held = useful = lost = 0.0
+    for job in result.jobs:
+        spec = job.spec
+        wait = None if job.first_start_s is None else job.first_start_s - spec.submit_s
+        jct = None if job.end_s is None else job.end_s - spec.submit_s
+        jobs.append(
+            {
+                "name": spec.name,
+                "state": job.state,
+                "submit_s": spec.submit_s,
+                "first_start_s": job.first_start_s,
+                "end_s": job.end_s,
+                "wait_s": wait,
+                "jct_s": jct,
+                "preemptions": job.preemptions,
+                "lost_instance_s": round(job.lost_instance_s, 3),
+            }
+        )
+        held += sum((a.end - a.start) * spec.instance_count for a in job.attempts if a.end)
+        if job.state == "completed":
+            useful += spec.duration_s * spec.instance_count
+        lost += job.lost_instance_s
+    first = min(j.spec.submit_s for j in result.jobs)
+    last = max((j.end_s for j in result.jobs if j.end_s is not None), default=first)
+    available = sum(result.settings.capacity.values()) * (last - first)
+    waits = [j["wait_s"] for j in jobs if j["wait_s"] is not None]
+    jcts = [j["jct_s"] for j in jobs if j["jct_s"] is not None]
+    by_priority: dict[int, list[float]] = {}
+    for row, job in zip(jobs, result.jobs, strict=True):
+        if row["wait_s"] is not None:
+            by_priority.setdefault(job.spec.priority, []).append(row["wait_s"])
+    return {
+        "jobs": jobs,
+        "metrics": {
+            "jobs": len(jobs),
+            "makespan_s": last - first,
+            "utilization": round(held / available, 6) if available else 0.0,
+            "goodput": round(useful / available, 6) if available else 0.0,
+            "idle_while_waiting_instance_s": round(result.idle_while_waiting_instance_s, 3),
+            "preemptions": sum(j["preemptions"] for j in jobs),
+            "lost_instance_s": round(lost, 3),
+            "wait_s": _summary(waits),
+            "jct_s": _summary(jcts),
+            "wait_s_by_priority": {
+                str(priority): _summary(values, ("mean", "p95", "max"))
+                for priority, values in sorted(by_priority.items(), reverse=True)
+            },
+        },
+    }

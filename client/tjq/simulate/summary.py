@@ -1,0 +1,37 @@
+"""The human summary of `smq simulate`."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from tjq.table import duration
+
+
+def summary(report: dict, capacity: dict[str, int]) -> str:
+    m = report["metrics"]
+    pool = ", ".join(f"{n} x {t}" for t, n in capacity.items())
+    lines = [
+        f"{m['jobs']} jobs on {pool}; makespan {duration(m['makespan_s'])}",
+        f"utilization {m['utilization']:.1%}, goodput {m['goodput']:.1%}; "
+        f"{m['preemptions']} preemptions losing {m['lost_instance_s'] / 3600:.1f} instance-hours; "
+        f"idle while jobs waited: {m['idle_while_waiting_instance_s'] / 3600:.1f} instance-hours",
+        "",
+    ]
+    rows = [
+        (
+            "all",
+            duration(m["wait_s"]["mean"]),
+            duration(m["wait_s"]["p95"]),
+            duration(m["wait_s"]["max"]),
+        )
+    ]
+    rows += [
+        (priority, duration(w["mean"]), duration(w["p95"]), duration(w["max"]))
+        for priority, w in m["wait_s_by_priority"].items()
+    ]
+    lines.append(
+        tabulate(
+            rows, headers=("Priority", "Mean wait", "p95 wait", "Max wait"), disable_numparse=True
+        )
+    )
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""The fast engine decides exactly as the real handler, store and SageMaker emulation do."""
+
+import io
+
+import pytest
+from tjq.simulate.engine import SimSettings, simulate
+from tjq.simulate.handler_engine import decisions_through_handler, sorted_decisions
+from tjq.simulate.workload import parse_workload
+
+BLOG = """name,submit_s,duration_s,priority,instance_type,instance_count
+job1,0,600,1,ml.p5.48xlarge,1
+job2,0,600,2,ml.p5.48xlarge,1
+job3,0,600,1,ml.p5.48xlarge,1
+job4,300,600,3,ml.p5.48xlarge,1
+"""
+
+MIXED = """name,submit_s,duration_s,priority,instance_type,instance_count,checkpoint_s,max_runtime_s
+train-a,0,900,1,ml.p5.48xlarge,2,,
+eval-b,10,300,0,ml.g5.xlarge,1,,
+eval-c,20,400,0,ml.g5.xlarge,2,100,
+urgent-d,120,200,5,ml.p5.48xlarge,1,,
+sweep-e,130,500,2,ml.g5.xlarge,2,,
+big-f,200,300,3,ml.p5.48xlarge,3,,
+low-g,210,700,0,ml.p5.48xlarge,1,60,
+capped-h,220,900,4,ml.g5.xlarge,1,,250
+late-i,700,100,5,ml.g5.xlarge,3,,
+"""
+
+
+@pytest.mark.parametrize(
+    ("workload", "capacity", "stop", "start"),
+    [
+        (BLOG, {"ml.p5.48xlarge": 2}, 60.0, 0.0),
+        (MIXED, {"ml.p5.48xlarge": 3, "ml.g5.xlarge": 3}, 45.0, 15.0),
+    ],
+    ids=["the blog's scenario", "preemptions, two types, multi-instance jobs"],
+)
+def test_both_engines_make_identical_decisions(workload, capacity, stop, start):
+    jobs = parse_workload(io.StringIO(workload), capacity)
+    settings = SimSettings(capacity, stop_latency=stop, start_latency=start)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    assert any(d.action == "preempt" for d in real)

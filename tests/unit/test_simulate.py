@@ -1,0 +1,146 @@
+"""The fast engine and its metrics on small workloads worked out by hand."""
+
+import io
+import re
+
+import pytest
+from tjq.simulate.engine import SimSettings, simulate
+from tjq.simulate.metrics import percentile, report
+from tjq.simulate.workload import WorkloadError, parse_workload
+
+from job_queue.scheduler import Policy
+
+P5 = "ml.p5.48xlarge"
+G5 = "ml.g5.xlarge"
+HEADER = "name,submit_s,duration_s,priority,instance_type,instance_count"
+
+
+def run(rows: str, capacity=None, header=HEADER, **settings) -> dict:
+    capacity = capacity or {P5: 2}
+    jobs = parse_workload(io.StringIO(f"{header}\n{rows}"), capacity)
+    return report(simulate(jobs, SimSettings(capacity, **settings)))
+
+
+def by_name(answer: dict) -> dict:
+    return {job["name"]: job for job in answer["jobs"]}
+
+
+BLOG = """job1,0,600,1,ml.p5.48xlarge,1
+job2,0,600,2,ml.p5.48xlarge,1
+job3,0,600,1,ml.p5.48xlarge,1
+job4,300,600,3,ml.p5.48xlarge,1"""
+
+
+def test_blog_scenario_with_a_one_minute_stop():
+    answer = run(BLOG, stop_latency=60)
+    jobs = by_name(answer)
+    assert {n: (j["first_start_s"], j["end_s"]) for n, j in jobs.items()} == {
+        "job1": (0, 1200),  # preempted at 300, resumed at 600 when job2 ended
+        "job2": (0, 600),
+        "job3": (960, 1560),  # after job4 (360 to 960)
+        "job4": (360, 960),  # waited for job1's stop
+    }
+    assert jobs["job1"]["preemptions"] == 1
+    assert jobs["job1"]["lost_instance_s"] == 300 + 60  # its work so far, and the stop
+    m = answer["metrics"]
+    assert m["makespan_s"] == 1560
+    assert m["utilization"] == round((360 + 600 + 600 + 600 + 600) / (2 * 1560), 6)
+    assert m["goodput"] == round(4 * 600 / (2 * 1560), 6)
+    assert m["wait_s"] == {"mean": 255.0, "p50": 30.0, "p95": 825.0, "max": 960.0}
+    assert m["wait_s_by_priority"]["3"] == {"mean": 60.0, "p95": 60.0, "max": 60.0}
+    assert m["jct_s"]["max"] == 1560
+    assert m["idle_while_waiting_instance_s"] == 0
+
+
+def test_a_checkpointed_job_resumes_from_its_last_checkpoint():
+    rows = "low,0,1000,0,ml.p5.48xlarge,1,100\nhigh,250,100,1,ml.p5.48xlarge,1,"
+    answer = run(rows, {P5: 1}, header=HEADER + ",checkpoint_s", stop_latency=10)
+    jobs = by_name(answer)
+    assert jobs["high"]["first_start_s"] == 260 and jobs["high"]["end_s"] == 360
+    # 250 s of work, 200 s of it checkpointed: 800 s remain after the restart at 360.
+    assert jobs["low"]["end_s"] == 1160
+    assert jobs["low"]["lost_instance_s"] == 50 + 10
+
+
+def test_without_checkpoints_a_preempted_job_starts_over():
+    rows = "low,0,1000,0,ml.p5.48xlarge,1\nhigh,250,100,1,ml.p5.48xlarge,1"
+    jobs = by_name(run(rows, {P5: 1}, stop_latency=10))
+    assert jobs["low"]["end_s"] == 360 + 1000
+    assert jobs["low"]["lost_instance_s"] == 250 + 10
+
+
+def test_start_latency_holds_instances_without_progress():
+    answer = run(
+        "a,0,100,0,ml.p5.48xlarge,1\nb,0,100,0,ml.p5.48xlarge,1", {P5: 1}, start_latency=20
+    )
+    jobs = by_name(answer)
+    assert (jobs["a"]["end_s"], jobs["b"]["first_start_s"], jobs["b"]["end_s"]) == (120, 120, 240)
+    assert answer["metrics"]["utilization"] == 1.0
+    assert answer["metrics"]["goodput"] == round(200 / 240, 6)
+
+
+def test_an_attempt_that_reaches_its_max_runtime_fails():
+    answer = run("long,0,500,0,ml.p5.48xlarge,1,300", {P5: 1}, header=HEADER + ",max_runtime_s")
+    job = by_name(answer)["long"]
+    assert (job["state"], job["end_s"]) == ("failed", 300)
+    assert answer["metrics"]["goodput"] == 0
+
+
+def test_idle_while_a_waiting_job_would_fit():
+    rows = (
+        "one,0,100,1,ml.p5.48xlarge,1\n"
+        "gang,0,100,1,ml.p5.48xlarge,2\n"
+        "small,0,100,1,ml.p5.48xlarge,1"
+    )
+    answer = run(rows)
+    jobs = by_name(answer)
+    # The gang job holds its place: small waits although one instance is free for 100 s.
+    assert jobs["gang"]["first_start_s"] == 100
+    assert jobs["small"]["first_start_s"] == 200
+    assert answer["metrics"]["idle_while_waiting_instance_s"] == 100
+
+
+def test_without_preemption_the_urgent_job_waits():
+    jobs = by_name(run(BLOG, stop_latency=60, policy=Policy(preemption=False)))
+    assert jobs["job4"]["first_start_s"] == 600 and jobs["job1"]["preemptions"] == 0
+
+
+def test_instance_types_are_scheduled_separately():
+    rows = "p,0,100,0,ml.p5.48xlarge,1\ng,0,50,0,ml.g5.xlarge,1\ng2,0,50,0,ml.g5.xlarge,1"
+    jobs = by_name(run(rows, {P5: 1, G5: 1}))
+    assert (jobs["g2"]["first_start_s"], jobs["p"]["end_s"]) == (50, 100)
+
+
+def test_percentile_interpolates_between_ranks():
+    assert percentile([0, 0, 60, 960], 50) == 30
+    assert percentile([10], 95) == 10
+    assert percentile([1, 2, 3, 4, 5], 100) == 5
+
+
+BAD = [
+    ("name,submit_s\n", "missing column(s) duration_s"),
+    (HEADER + ",colour\n", "unknown column(s) colour"),
+    ("", "header line is required"),
+    (HEADER + "\n", "no jobs"),
+    (HEADER + "\na,zero,1,0,ml.p5.48xlarge,1", "line 2, column submit_s: 'zero' is not a number"),
+    (HEADER + "\na,-5,1,0,ml.p5.48xlarge,1", "line 2, column submit_s: -5 is negative"),
+    (HEADER + "\na,0,-1,0,ml.p5.48xlarge,1", "line 2, column duration_s: -1 is negative"),
+    (HEADER + "\na,0,nan,0,ml.p5.48xlarge,1", "column duration_s: 'nan' is not a finite"),
+    (HEADER + "\na,0,1,high,ml.p5.48xlarge,1", "line 2, column priority: 'high'"),
+    (HEADER + "\na,0,1,0,ml.p5.48xlarge,1.5", "column instance_count: '1.5'"),
+    (HEADER + "\na,0,1,0,ml.p5.48xlarge,0", "column instance_count: 0 is not a positive"),
+    (HEADER + "\na,0,1,0,ml.p5.48xlarge,3", "line 2, column instance_count: 3 x ml.p5.48xlarge"),
+    (HEADER + "\na,0,1,0,ml.m5.large,1", "line 2, column instance_type: 'ml.m5.large' has no"),
+    (
+        HEADER + "\na,0,1,0,ml.p5.48xlarge,1\na,5,1,0,ml.p5.48xlarge,1",
+        "line 3, column name: 'a' is already used on line 2",
+    ),
+    (HEADER + "\n,0,1,0,ml.p5.48xlarge,1", "line 2, column name: a job needs a name"),
+    (HEADER + ",checkpoint_s\na,0,1,0,ml.p5.48xlarge,1,often", "column checkpoint_s: 'often'"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_workload_names_the_line_and_column(text, message):
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        parse_workload(io.StringIO(text), {P5: 2})
