@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint clean build-QueueFunction
+.PHONY: install demo test lint bench clean build-QueueFunction
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# Schedule quality, cost per scheduling pass and speed; writes bench/results/.
+bench: install
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info

@@ -17,11 +17,11 @@ import bisect
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Planner, Policy, WaitingJob
+from job_queue.scheduler import ActiveJob, Plan, Planner, Policy, WaitingJob
 from tjq.simulate.workload import WorkloadJob
 
 _ENDED, _SUBMITTED = 0, 1  # at equal times, attempts end before jobs arrive
@@ -78,18 +78,38 @@ class SimResult:
     queue_depth: list[tuple[float, int]]  # (time, waiting jobs) after each event
 
 
+# A scheduling decision: (active jobs, waiting jobs in queue order, capacity, now, policy).
+Decide = Callable[[list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], float, Policy], Plan]
+
+
+def queue_decision(active, waiting, capacity, now, policy) -> Plan:
+    """The queue's own pass: the Lambda's Planner, reading the queue only as far as needed."""
+    planner = Planner(active, capacity, now, policy)
+    for job in waiting:
+        planner.offer(job)
+        if not planner.open_types:
+            break
+    return planner.plan()
+
+
 def simulate(
     jobs: Sequence[WorkloadJob],
     settings: SimSettings,
     progress: Callable[[int, int], None] | None = None,
+    decide: Decide = queue_decision,
 ) -> SimResult:
-    """Replay ``jobs`` (submission order breaks ties of submit time and priority)."""
-    return _Replay(jobs, settings, progress).run()
+    """Replay ``jobs`` (submission order breaks ties of submit time and priority).
+
+    ``decide`` is the scheduling pass; the default is the queue's own, the baselines of the
+    benchmark pass theirs.
+    """
+    return _Replay(jobs, settings, progress, decide).run()
 
 
 class _Replay:
-    def __init__(self, jobs, settings: SimSettings, progress) -> None:
+    def __init__(self, jobs, settings: SimSettings, progress, decide: Decide) -> None:
         self.settings = settings
+        self.decide = decide
         self.capacity = dict(settings.capacity)
         self.results = [JobResult(spec) for spec in jobs]
         self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
@@ -174,17 +194,13 @@ class _Replay:
     # -- a scheduling pass ------------------------------------------------------------------
 
     def _schedule(self, now: float) -> None:
-        planner = Planner(
+        plan = self.decide(
             [self._active_job(i, s, a) for i, (s, a) in self.active.items()],
+            (self._waiting_job(self.waiting[key]) for key in self.waiting_keys),
             self.capacity,
             now,
             self.settings.policy,
         )
-        for key in self.waiting_keys:
-            planner.offer(self._waiting_job(self.waiting[key]))
-            if not planner.open_types:
-                break
-        plan = planner.plan()
         for preemption in plan.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
         for waiting in plan.starts:

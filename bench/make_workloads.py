@@ -1,0 +1,62 @@
+"""Generate the benchmark's workload CSVs from ../shared/traces (deterministic).
+
+    python bench/make_workloads.py [TRACES_DIR]
+
+Writes bench/workloads/<name>.csv and bench/workloads/workloads.json (capacity, source,
+offered load). The mapping is tjq.simulate.traces'. The generated files are committed; the
+traces are not.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tjq.simulate import traces
+from tjq.simulate.workload import write_workload
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_TRACES = HERE.parent.parent / "shared" / "traces"
+
+
+def workloads(root: Path) -> dict[str, tuple[list, str]]:
+    philly = root / "philly-pollux" / "philly.csv"
+    return {
+        "philly-2days": (
+            traces.single_instance(traces.philly(philly, start="2017-10-02 00:00:00", days=2)),
+            "Philly (Pollux subset), 2017-10-02 and 03, jobs of up to 8 GPUs",
+        ),
+        "chronus-1h": (
+            traces.single_instance(
+                traces.chronus(root / "chronus-philly" / "trace_job_Philly_MIX1.csv", hours=1)
+            ),
+            "Chronus Philly mix, first hour, jobs of up to 8 GPUs; best effort = priority 0",
+        ),
+        "itp-cluster03": (
+            traces.itp(root / "elasticflow-itp" / "cluster03.csv"),
+            "Microsoft ITP cluster03, all jobs (multi-instance jobs included)",
+        ),
+    }
+
+
+def main(argv: list[str]) -> None:
+    root = Path(argv[0]) if argv else DEFAULT_TRACES
+    out = HERE / "workloads"
+    out.mkdir(exist_ok=True)
+    index = {}
+    for name, (jobs, source) in workloads(root).items():
+        capacity = traces.capacity_for(jobs)
+        write_workload(out / f"{name}.csv", jobs)
+        index[name] = {
+            "source": source,
+            "jobs": len(jobs),
+            "capacity": {traces.INSTANCE_TYPE: capacity},
+            "offered_load": round(traces.offered_load(jobs, capacity), 3),
+        }
+        print(f"{name}: {len(jobs)} jobs, capacity {capacity}", file=sys.stderr)
+    (out / "workloads.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

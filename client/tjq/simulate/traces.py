@@ -1,0 +1,129 @@
+"""Turn the public GPU-cluster traces into workload CSVs, deterministically.
+
+The mapping (the same for every trace):
+
+* GPUs → instances of ``ml.p5.48xlarge`` (8 GPUs each): up to 8 GPUs on one instance, larger
+  jobs on ``ceil(gpus / 8)``; jobs with no GPU are dropped;
+* ``submit_s`` counts from the first submission kept; ``duration_s`` is the trace's;
+* priority — Chronus: its best-effort flag (best effort → 0, strict SLO → 1); Philly and ITP
+  have none, so a seeded draw gives 10% urgent (2), 30% normal (1), 60% low (0);
+* names are ``<trace>-<row>`` (the row in the source file).
+
+:func:`capacity_for` then picks the capacity that puts the offered load (instance-seconds of
+work / instance-seconds available over the submission window) at or just above 100%.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+
+from tjq.simulate.workload import WorkloadJob
+
+INSTANCE_TYPE = "ml.p5.48xlarge"
+GPUS_PER_INSTANCE = 8
+PRIORITY_DRAW = ((0.10, 2), (0.40, 1), (1.00, 0))  # cumulative: 10% urgent, 30% normal, rest low
+
+
+def philly(
+    path: str | Path, start: str | None = None, days: float | None = None, seed: int = 7
+) -> list[WorkloadJob]:
+    """Microsoft Philly (Pollux's subset): ``timestamp,duration,num_gpus,...``."""
+    rows = []
+    for row_number, row in enumerate(_rows(path), start=2):
+        submitted = datetime.fromisoformat(row["timestamp"]).timestamp()
+        rows.append((submitted, row_number, float(row["duration"]), int(row["num_gpus"])))
+    return _window(rows, "philly", start and datetime.fromisoformat(start).timestamp(), days, seed)
+
+
+def itp(path: str | Path, seed: int = 7) -> list[WorkloadJob]:
+    """Microsoft ITP (ElasticFlow's raw traces): ``job_id,submission_time,duration,num_gpu``."""
+    rows = [
+        (float(row["submission_time"]), row_number, float(row["duration"]), int(row["num_gpu"]))
+        for row_number, row in enumerate(_rows(path), start=2)
+    ]
+    return _window(rows, f"itp-{Path(path).stem}", None, None, seed)
+
+
+def chronus(path: str | Path, hours: float | None = None) -> list[WorkloadJob]:
+    """Chronus's Philly mix: ``...,num_gpu,submit_time,...,duration,...,best_effort,...``."""
+    jobs = []
+    rows = sorted(
+        (
+            (int(row["submit_time"]), row_number, row)
+            for row_number, row in enumerate(_rows(path), start=2)
+        ),
+        key=lambda item: (item[0], item[1]),
+    )
+    first = rows[0][0]
+    for submitted, row_number, row in rows:
+        gpus = int(row["num_gpu"])
+        if gpus <= 0 or (hours is not None and submitted - first >= hours * 3600):
+            continue
+        jobs.append(
+            _job(
+                "chronus",
+                row_number,
+                submitted - first,
+                float(row["duration"]),
+                gpus,
+                0 if row["best_effort"] == "1" else 1,
+            )
+        )
+    return jobs
+
+
+def single_instance(jobs: Iterable[WorkloadJob]) -> list[WorkloadJob]:
+    """Only the jobs that fit on one instance (what the blog's algorithm can schedule)."""
+    return [job for job in jobs if job.instance_count == 1]
+
+
+def capacity_for(jobs: list[WorkloadJob], load: float = 1.0) -> int:
+    """Instances such that work / (instances x submission window) is at least ``load``."""
+    window = max(job.submit_s for job in jobs) - min(job.submit_s for job in jobs)
+    work = sum(job.duration_s * job.instance_count for job in jobs)
+    largest = max(job.instance_count for job in jobs)
+    return max(largest, math.floor(work / (window * load)) if window else largest)
+
+
+def offered_load(jobs: list[WorkloadJob], capacity: int) -> float:
+    window = max(job.submit_s for job in jobs) - min(job.submit_s for job in jobs)
+    return sum(job.duration_s * job.instance_count for job in jobs) / (capacity * window)
+
+
+def _rows(path: str | Path):
+    with open(path, newline="") as file:
+        yield from csv.DictReader(file)
+
+
+def _window(rows, source: str, start: float | None, days: float | None, seed: int):
+    rows.sort(key=lambda item: (item[0], item[1]))
+    if start is not None:
+        rows = [r for r in rows if r[0] >= start]
+    if days is not None and rows:
+        rows = [r for r in rows if r[0] < rows[0][0] + days * 86400]
+    draw = random.Random(f"{source}-{seed}")
+    jobs = []
+    first = rows[0][0]
+    for submitted, row_number, duration, gpus in rows:
+        roll = draw.random()  # drawn for every row, so a filter does not shift the others
+        if gpus <= 0:
+            continue
+        priority = next(p for bound, p in PRIORITY_DRAW if roll < bound)
+        jobs.append(_job(source, row_number, submitted - first, duration, gpus, priority))
+    return jobs
+
+
+def _job(source, row_number, submit_s, duration, gpus, priority) -> WorkloadJob:
+    return WorkloadJob(
+        name=f"{source}-{row_number}",
+        submit_s=round(submit_s, 3),
+        duration_s=duration,
+        priority=priority,
+        instance_type=INSTANCE_TYPE,
+        instance_count=math.ceil(gpus / GPUS_PER_INSTANCE),
+    )

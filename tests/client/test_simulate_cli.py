@@ -1,0 +1,126 @@
+"""`smq simulate`: the JSON report, the summary, the chart, and clear errors."""
+
+import json
+
+import pytest
+from tjq.cli import main
+
+WORKLOAD = """name,submit_s,duration_s,priority,instance_type,instance_count
+job1,0,600,1,ml.p5.48xlarge,1
+job2,0,600,2,ml.p5.48xlarge,1
+job3,0,600,1,ml.p5.48xlarge,1
+job4,300,600,3,ml.p5.48xlarge,1
+"""
+
+
+@pytest.fixture
+def workload(tmp_path):
+    path = tmp_path / "workload.csv"
+    path.write_text(WORKLOAD)
+    return str(path)
+
+
+def smq(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_json_is_exactly_one_object_with_jobs_and_metrics(capsys, workload):
+    code, out, _ = smq(
+        capsys,
+        "simulate",
+        workload,
+        "--capacity",
+        "ml.p5.48xlarge=2",
+        "--stop-latency",
+        "60",
+        "--json",
+    )
+    assert code == 0
+    answer = json.loads(out)
+    assert set(answer) == {"jobs", "metrics"}
+    assert set(answer["jobs"][0]) == {
+        "name",
+        "state",
+        "submit_s",
+        "first_start_s",
+        "end_s",
+        "wait_s",
+        "jct_s",
+        "preemptions",
+        "lost_instance_s",
+    }
+    assert set(answer["metrics"]) == {
+        "jobs",
+        "makespan_s",
+        "utilization",
+        "goodput",
+        "idle_while_waiting_instance_s",
+        "preemptions",
+        "lost_instance_s",
+        "wait_s",
+        "jct_s",
+        "wait_s_by_priority",
+    }
+    assert set(answer["metrics"]["wait_s"]) == {"mean", "p50", "p95", "max"}
+    assert answer["metrics"]["wait_s_by_priority"]["3"]["max"] == 60
+
+
+def test_policy_settings_change_the_replay(capsys, workload):
+    _, out, _ = smq(
+        capsys,
+        "simulate",
+        workload,
+        "--capacity",
+        "ml.p5.48xlarge=2",
+        "--json",
+        "--no-preemption",
+        "--start-latency",
+        "30",
+    )
+    answer = json.loads(out)
+    assert answer["metrics"]["preemptions"] == 0
+    assert {j["name"]: j["first_start_s"] for j in answer["jobs"]}["job4"] == 630
+
+
+def test_summary_for_people(capsys, workload):
+    code, out, _ = smq(capsys, "simulate", workload, "--capacity", "ml.p5.48xlarge=2")
+    assert code == 0
+    assert out.startswith("4 jobs on 2 x ml.p5.48xlarge")
+    assert "Mean wait" in out and "p95 wait" in out
+
+
+def test_plot_writes_a_chart(capsys, workload, tmp_path):
+    chart = tmp_path / "chart.png"
+    code, _, _ = smq(
+        capsys, "simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--plot", str(chart)
+    )
+    assert code == 0
+    assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--capacity", "ml.g5.xlarge=1"], "line 2, column instance_type"),
+        (["--capacity", "ml.p5.48xlarge=0"], "line 2, column instance_count"),
+        ([], "--capacity TYPE=N is required"),
+    ],
+)
+def test_errors_exit_1_naming_the_problem(capsys, workload, argv, message):
+    code, out, err = smq(capsys, "simulate", workload, *argv)
+    assert code == 1 and out == "" and message in err
+
+
+def test_missing_workload_file(capsys, tmp_path):
+    code, _, err = smq(
+        capsys, "simulate", str(tmp_path / "none.csv"), "--capacity", "ml.p5.48xlarge=1"
+    )
+    assert code == 1 and "cannot read" in err
+
+
+def test_negative_latency_is_a_usage_error(capsys, workload):
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--stop-latency", "-1"])
+    assert exited.value.code == 2
