@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -343,6 +344,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request log
     RESULTS.mkdir(exist_ok=True)
     sections = [
         ("quality", "Schedule quality", quality, quality_table),

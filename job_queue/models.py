@@ -29,7 +29,7 @@ class JobState(StrEnum):
     @property
     def is_stopping(self) -> bool:
         """True while a stop is under way: the instances are held, but about to free."""
-        return self in (JobState.PREEMPTING, JobState.CANCELLING)
+        return self in _STOPPING
 
     @property
     def is_waiting(self) -> bool:
@@ -44,6 +44,7 @@ class JobState(StrEnum):
 _HOLDING = frozenset(
     {JobState.STARTING, JobState.RUNNING, JobState.PREEMPTING, JobState.CANCELLING}
 )
+_STOPPING = frozenset({JobState.PREEMPTING, JobState.CANCELLING})
 _FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, JobState.STOPPED})
 
 # How many instances of each type a job holds while it runs, e.g. {"ml.p5.48xlarge": 2}.

@@ -48,20 +48,22 @@ class Planner:
         self._capacity = dict(capacity)
         self._now = now
         self._policy = policy
-        self._free = dict(self._capacity)
-        self._releasing = dict.fromkeys(self._capacity, 0)  # held by stopping jobs
-        candidates = []
+        free = dict(self._capacity)
+        releasing = dict.fromkeys(self._capacity, 0)  # held by stopping jobs
+        self._running: list[ActiveJob] = []
         for job in active:
+            stopping = job.state.is_stopping
             for itype, count in job.demand.items():
-                if itype in self._free:
-                    self._free[itype] -= count
-                    if job.stopping:
-                        self._releasing[itype] += count
-            if job.state == JobState.RUNNING:
-                candidates.append(job)
+                if itype in free:
+                    free[itype] -= count
+                    if stopping:
+                        releasing[itype] += count
+            if job.state is JobState.RUNNING:
+                self._running.append(job)
         # Capacity lowered below what is in use: nothing is free, nothing is owed.
-        self._free = {itype: max(0, free) for itype, free in self._free.items()}
-        self._candidates = sorted(candidates, key=preemption_order)
+        self._free = {itype: max(0, n) for itype, n in free.items()}
+        self._releasing = releasing
+        self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
         self._held_types: set[str] = set()
         self._starts: list[WaitingJob] = []
         self._preemptions: list[Preemption] = []
@@ -95,7 +97,7 @@ class Planner:
         victims: tuple[ActiveJob, ...] = ()
         if uncovered:
             found = (
-                choose_victims(job, uncovered, self._candidates)
+                choose_victims(job, uncovered, self._candidates())
                 if self._policy.preemption
                 else None
             )
@@ -105,7 +107,7 @@ class Planner:
             victims = found
 
         for victim in victims:
-            self._candidates.remove(victim)
+            self._candidates().remove(victim)
             for itype, count in victim.demand.items():
                 if itype in self._releasing:
                     self._releasing[itype] += count
@@ -113,6 +115,11 @@ class Planner:
         # The job owns what is free and what is stopping, up to its demand, and starts
         # once the stops finish; later jobs get only what is left.
         self._take(job.demand)
+
+    def _candidates(self) -> list[ActiveJob]:
+        if self._sorted_candidates is None:
+            self._sorted_candidates = sorted(self._running, key=preemption_order)
+        return self._sorted_candidates
 
     def plan(self) -> Plan:
         return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
@@ -175,17 +182,15 @@ def choose_victims(
 ) -> tuple[ActiveJob, ...] | None:
     """The fewest running jobs whose stop gives ``preemptor`` the ``missing`` instances.
 
-    Candidates are taken in preemption order, only strictly lower-priority ones that hold a
-    missing type; victims that turn out unnecessary are released again, last taken first.
+    Candidates come in preemption order (:func:`preemption_order`); only strictly
+    lower-priority ones that hold a missing type are taken; victims that turn out unnecessary are released again, last taken first.
     None when even all of them would not be enough: then nobody is preempted.
     """
     remaining = dict(missing)
     chosen: list[ActiveJob] = []
-    for candidate in candidates:
-        if all(n <= 0 for n in remaining.values()):
+    for candidate in candidates:  # in preemption order: lowest priority first
+        if candidate.priority >= preemptor.priority or all(n <= 0 for n in remaining.values()):
             break
-        if candidate.priority >= preemptor.priority:
-            continue
         if not any(remaining.get(itype, 0) > 0 for itype in candidate.demand):
             continue
         chosen.append(candidate)

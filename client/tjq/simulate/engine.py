@@ -122,7 +122,13 @@ class _Replay:
         # How many waiting jobs need n instances of a type: for idle_while_waiting.
         self.waiting_sizes: dict[str, Counter[int]] = {t: Counter() for t in self.capacity}
         self.index_of = {spec.name: i for i, spec in enumerate(jobs)}
+        self.waiting_view = [
+            WaitingJob(job.name, job.priority, self.seq[i], job.demand, submitted_at=job.submit_s)
+            for i, job in enumerate(jobs)
+        ]
         self.active: dict[int, tuple[JobState, AttemptRecord]] = {}
+        # What the scheduler sees of each job, built once per change rather than per pass.
+        self.active_view: dict[int, ActiveJob] = {}
         self.decisions: list[Decision] = []
         self.idle = 0.0
         self.depth: list[tuple[float, int]] = []
@@ -176,6 +182,7 @@ class _Replay:
         spec = result.spec
         attempt.end = now
         del self.active[index]
+        del self.active_view[index]
         if state == JobState.PREEMPTING:
             attempt.outcome = "preempted"
             result.preemptions += 1
@@ -195,8 +202,8 @@ class _Replay:
 
     def _schedule(self, now: float) -> None:
         plan = self.decide(
-            [self._active_job(i, s, a) for i, (s, a) in self.active.items()],
-            (self._waiting_job(self.waiting[key]) for key in self.waiting_keys),
+            list(self.active_view.values()),
+            (self.waiting_view[self.waiting[key]] for key in self.waiting_keys),
             self.capacity,
             now,
             self.settings.policy,
@@ -221,6 +228,7 @@ class _Replay:
         if result.first_start_s is None:
             result.first_start_s = now
         self.active[index] = (JobState.RUNNING, attempt)
+        self.active_view[index] = self._active_job(index, JobState.RUNNING, attempt)
         self.decisions.append(Decision(now, "start", spec.name))
         remaining = spec.duration_s - self.done_work[index]
         work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
@@ -233,6 +241,7 @@ class _Replay:
         _, attempt = self.active[index]
         spec = self.results[index].spec
         self.active[index] = (JobState.PREEMPTING, attempt)
+        self.active_view[index] = self._active_job(index, JobState.PREEMPTING, attempt)
         self.decisions.append(Decision(now, "preempt", spec.name))
         worked = min(attempt.work_done, max(0.0, now - attempt.start - self.settings.start_latency))
         total = self.done_work[index] + worked
@@ -251,12 +260,6 @@ class _Replay:
         spec = self.results[index].spec
         return ActiveJob(
             spec.name, spec.priority, self.seq[index], spec.demand, state, attempt.start
-        )
-
-    def _waiting_job(self, index: int) -> WaitingJob:
-        spec = self.results[index].spec
-        return WaitingJob(
-            spec.name, spec.priority, self.seq[index], spec.demand, submitted_at=spec.submit_s
         )
 
     def _account_idle(self, start: float, end: float) -> None:
