@@ -183,7 +183,8 @@ def choose_victims(
     """The fewest running jobs whose stop gives ``preemptor`` the ``missing`` instances.
 
     Candidates come in preemption order (:func:`preemption_order`); only strictly
-    lower-priority ones that hold a missing type are taken; victims that turn out unnecessary are released again, last taken first.
+    lower-priority ones that hold a missing type are taken; victims that turn out
+    unnecessary are released again, last taken first.
     None when even all of them would not be enough: then nobody is preempted.
     """
     remaining = dict(missing)
