@@ -22,6 +22,8 @@ def plot(result: SimResult, path: str) -> None:
     colours = matplotlib.colormaps["viridis"].resampled(max(len(priorities), 2))
     colour = {p: colours(i) for i, p in enumerate(priorities)}
 
+    span = max((t for t, _ in result.queue_depth), default=0.0)
+    scale, unit = (3600.0, "hours") if span > 7200 else (1.0, "seconds")
     figure, (gantt, depth) = plt.subplots(
         2, 1, figsize=(11, 7), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
@@ -31,8 +33,8 @@ def plot(result: SimResult, path: str) -> None:
                 continue
             gantt.barh(
                 row,
-                attempt.end - attempt.start,
-                left=attempt.start,
+                (attempt.end - attempt.start) / scale,
+                left=attempt.start / scale,
                 height=0.8,
                 color=colour[job.spec.priority],
                 hatch="//" if attempt.outcome == "preempted" else None,
@@ -51,10 +53,10 @@ def plot(result: SimResult, path: str) -> None:
     )
     pool = ", ".join(f"{n} x {t}" for t, n in result.settings.capacity.items())
     gantt.set_title(f"{len(result.jobs)} jobs on {pool}")
-    times = [t for t, _ in result.queue_depth]
+    times = [t / scale for t, _ in result.queue_depth]
     depth.step(times, [d for _, d in result.queue_depth], where="post")
     depth.set_ylabel("waiting jobs")
-    depth.set_xlabel("seconds since the first submission")
+    depth.set_xlabel(f"{unit} since the first submission")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
