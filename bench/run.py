@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -29,6 +30,8 @@ from tjq.simulate.baselines import blog_decision, fifo, unprioritised
 from tjq.simulate.engine import SimSettings, simulate
 from tjq.simulate.metrics import report
 from tjq.simulate.workload import read_workload
+
+from job_queue.scheduler import Policy
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -47,6 +50,8 @@ def quality() -> dict:
         jobs = read_workload(HERE / "workloads" / f"{name}.csv", capacity)
         settings = SimSettings(capacity, stop_latency=STOP_LATENCY, start_latency=START_LATENCY)
         runs = {"queue (defaults)": simulate(jobs, settings)}
+        strict = replace(settings, policy=Policy(backfill=False))
+        runs["queue, Backfill=false"] = simulate(jobs, strict)
         fifo_run = simulate(unprioritised(jobs), settings, decide=fifo)
         for result, spec in zip(fifo_run.jobs, jobs, strict=True):
             result.spec = spec  # report waits by the jobs' real priorities

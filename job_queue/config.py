@@ -35,7 +35,8 @@ class Settings:
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION."""
+        """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
+        BACKFILL and FINISHED_RETENTION_DAYS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -45,7 +46,10 @@ class Settings:
             capacity=parse_capacity(env.get("CAPACITY", "")),
             allowed_role_arns=parse_role_arns(env.get("ALLOWED_ROLE_ARNS", "")),
             queue_name=env.get("QUEUE_NAME") or "training-job-queue",
-            policy=Policy(preemption=env.get("PREEMPTION", "true").lower() != "false"),
+            policy=Policy(
+                preemption=env.get("PREEMPTION", "true").lower() != "false",
+                backfill=env.get("BACKFILL", "true").lower() != "false",
+            ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
         )
 

@@ -87,6 +87,12 @@ class Job:
     ended_at: float | None = None
 
     @property
+    def max_runtime(self) -> float | None:
+        """StoppingCondition.MaxRuntimeInSeconds: how long an attempt may run at most."""
+        value = (self.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
     def preemptions(self) -> int:
         return sum(1 for a in self.attempts if a.outcome == "preempted")
 

@@ -59,6 +59,11 @@ def validate_submission(
     for name in ("AlgorithmSpecification", "OutputDataConfig", "StoppingCondition"):
         if not isinstance(request[name], dict):
             raise InvalidRequest(f"{name} must be an object")
+    max_runtime = request["StoppingCondition"].get("MaxRuntimeInSeconds")
+    if max_runtime is not None and (
+        isinstance(max_runtime, bool) or not isinstance(max_runtime, int) or max_runtime < 1
+    ):
+        raise InvalidRequest("StoppingCondition.MaxRuntimeInSeconds must be a positive integer")
     if "ResourceConfig" not in request:
         raise InvalidRequest("ResourceConfig is required")
     job_name = request["TrainingJobName"]

@@ -174,7 +174,7 @@ def _simulate(args) -> int:
         capacity=capacity,
         stop_latency=args.stop_latency,
         start_latency=args.start_latency,
-        policy=Policy(preemption=not args.no_preemption),
+        policy=Policy(preemption=not args.no_preemption, backfill=not args.no_backfill),
     )
     show_progress = sys.stderr.isatty() and len(jobs) >= 5000
     result = simulate(jobs, settings, progress=_progress_bar if show_progress else None)
@@ -342,6 +342,11 @@ def _parser() -> argparse.ArgumentParser:
         "--no-preemption",
         action="store_true",
         help="plain capped priority queue (the Preemption=false setting)",
+    )
+    simulate.add_argument(
+        "--no-backfill",
+        action="store_true",
+        help="strict order within an instance type (the Backfill=false setting)",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")

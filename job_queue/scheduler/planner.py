@@ -12,10 +12,16 @@ Rules, in queue order (priority high to low, then submission order):
   needs one of its instance types, so that equal priorities stay first come, first served
   and a big job is not starved by small ones. Jobs of other types are not held back.
 * A job backing off after a refused start is passed over: it holds back nobody.
+* With backfill on, the first held-back job of an instance type reserves it from the time
+  it could start at the latest (every running job using its whole MaxRuntimeInSeconds)
+  instead of closing it: a later job may start in the free instances if it fits now and is
+  bound to end before that time (EASY backfilling). Behind a reservation, jobs only
+  backfill; they do not preempt.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 from job_queue.models import Demand, JobState
@@ -64,14 +70,28 @@ class Planner:
         self._free = {itype: max(0, n) for itype, n in free.items()}
         self._releasing = releasing
         self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
-        self._held_types: set[str] = set()
+        self._held_types: set[str] = set()  # closed: no later job of these types starts
+        self._reserved: dict[str, float] = {}  # type -> when a held job may start (backfill)
+        self._started_ends: list[tuple[float, Demand]] = []  # bound ends of this pass's starts
+        self._victims: set[str] = set()
+        self._backfill_examined = 0
         self._starts: list[WaitingJob] = []
         self._preemptions: list[Preemption] = []
 
     @property
     def open_types(self) -> frozenset[str]:
-        """Instance types that a job later in the queue could still get."""
-        return frozenset(self._capacity) - self._held_types
+        """Instance types that a job later in the queue could still get.
+
+        A reserved type stays open only while it has free instances and the backfill window
+        (jobs examined behind reservations in one pass) is not used up.
+        """
+        window_left = self._backfill_examined < self._policy.backfill_window
+        return frozenset(
+            itype
+            for itype in self._capacity
+            if itype not in self._held_types
+            and (itype not in self._reserved or (window_left and self._free[itype] > 0))
+        )
 
     def still_open(self) -> frozenset[str]:
         """``open_types`` as a callable, for readers that pull the queue lazily."""
@@ -86,11 +106,18 @@ class Planner:
         if any(itype in self._held_types for itype in job.demand):
             self._held_types.update(job.demand)
             return
+        reserved_from = min((self._reserved.get(t, math.inf) for t in job.demand), default=math.inf)
+        if reserved_from < math.inf:
+            self._backfill_examined += 1
+            if self._bound_end(job) <= reserved_from and not _missing(job.demand, self._free):
+                self._start(job)  # backfill: done before the held job can start
+            # Otherwise it waits; the first held job's reservation stands (as in EASY
+            # backfilling, only that job's start is protected).
+            return
 
         missing = _missing(job.demand, self._free)
         if not missing:
-            self._take(job.demand)
-            self._starts.append(job)
+            self._start(job)
             return
 
         uncovered = _missing(missing, self._releasing)
@@ -102,12 +129,13 @@ class Planner:
                 else None
             )
             if found is None:
-                self._held_types.update(job.demand)
+                self._hold(job)
                 return
             victims = found
 
         for victim in victims:
             self._candidates().remove(victim)
+            self._victims.add(victim.name)
             for itype, count in victim.demand.items():
                 if itype in self._releasing:
                     self._releasing[itype] += count
@@ -115,6 +143,52 @@ class Planner:
         # The job owns what is free and what is stopping, up to its demand, and starts
         # once the stops finish; later jobs get only what is left.
         self._take(job.demand)
+
+    def _start(self, job: WaitingJob) -> None:
+        self._take(job.demand)
+        self._starts.append(job)
+        self._started_ends.append((self._bound_end(job), job.demand))
+
+    def _hold(self, job: WaitingJob) -> None:
+        """The job waits; later jobs of its types wait too, or, with backfill, may use the
+        free instances until it could start."""
+        shadow = self._latest_start(job) if self._policy.backfill else math.inf
+        if shadow == math.inf:
+            self._held_types.update(job.demand)
+            return
+        for itype in job.demand:
+            self._reserved[itype] = min(self._reserved.get(itype, math.inf), shadow)
+
+    def _latest_start(self, job: WaitingJob) -> float:
+        """When the job could start at the latest: running jobs end by their max runtime,
+        stopping ones now. Infinite when a job it waits for has no max runtime."""
+        latest = self._now
+        for itype, need in job.demand.items():
+            have = self._free[itype] + self._releasing[itype]
+            if have >= need:
+                continue
+            ends = sorted(
+                [
+                    (self._bound_end(a), a.demand[itype])
+                    for a in self._running
+                    if itype in a.demand and a.name not in self._victims
+                ]
+                + [(end, demand[itype]) for end, demand in self._started_ends if itype in demand]
+            )
+            for end, count in ends:
+                have += count
+                if have >= need:
+                    latest = max(latest, end)
+                    break
+            else:
+                return math.inf
+        return latest
+
+    def _bound_end(self, job: WaitingJob | ActiveJob) -> float:
+        if job.max_runtime is None:
+            return math.inf
+        started = job.started_at if isinstance(job, ActiveJob) else self._now
+        return started + self._policy.start_allowance_s + job.max_runtime
 
     def _candidates(self) -> list[ActiveJob]:
         if self._sorted_candidates is None:

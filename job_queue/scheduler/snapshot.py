@@ -12,10 +12,20 @@ class Policy:
     """Scheduling settings.
 
     preemption: a waiting job may stop strictly lower-priority running jobs to start.
-    Off, the queue is a plain capped priority queue.
+        Off, the queue is a plain capped priority queue.
+    backfill: a later job may use instances that a job held back in line cannot use yet,
+        if it fits now and its MaxRuntimeInSeconds ends before the held job could start
+        were every running job to use its own whole MaxRuntimeInSeconds.
+    start_allowance_s: time allowed for provisioning on top of MaxRuntimeInSeconds when
+        backfill bounds a job's end.
+    backfill_window: how many jobs behind reservations one pass examines for backfill, so
+        that a pass reads a bounded part of a deep queue.
     """
 
     preemption: bool = True
+    backfill: bool = True
+    start_allowance_s: float = 600.0
+    backfill_window: int = 50
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,7 @@ class WaitingJob:
     not_before: float = 0.0  # a refused start is retried no earlier than this
     submitted_at: float = 0.0
     state: JobState = JobState.PENDING  # or PREEMPTED: waiting to resume
+    max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class ActiveJob:
     demand: Demand
     state: JobState
     started_at: float
+    max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
 
     @property
     def stopping(self) -> bool:

@@ -121,6 +121,7 @@ class DynamoJobStore:
                     demand=_demand(e["demand"]),
                     state=JobState(e["state"]),
                     started_at=float(e["started_at"]),
+                    max_runtime=_optional_float(e.get("max_runtime")),
                 )
                 for name, e in sorted(entries.items())
             ),
@@ -194,9 +195,7 @@ class DynamoJobStore:
 
     def claim(self, job: WaitingJob, sagemaker_name: str, pool_version: int, now: float):
         """waiting → starting: take the job's instances, if the pool is as the plan saw it."""
-        entry = _pool_entry(
-            job.priority, job.seq, job.demand, JobState.STARTING, now, sagemaker_name
-        )
+        entry = _pool_entry(job, JobState.STARTING, now, sagemaker_name)
         self._transact(
             _update(
                 _job_key(job.name),
@@ -376,6 +375,7 @@ class DynamoJobStore:
                         not_before=float(item.get("not_before", 0)),
                         submitted_at=float(item.get("submitted_at", 0)),
                         state=JobState(item.get("state", "pending")),
+                        max_runtime=_optional_float(item.get("max_runtime")),
                     ),
                 )
             start_key = result.get("LastEvaluatedKey")
@@ -433,18 +433,24 @@ def _waiting_item(job: Job) -> dict:
         "not_before": job.not_before,
         "submitted_at": job.submitted_at,
         "state": job.state.value,
+        **({"max_runtime": job.max_runtime} if job.max_runtime is not None else {}),
     }
 
 
-def _pool_entry(priority, seq, demand, state: JobState, started_at, attempt_name) -> dict:
+def _pool_entry(job: WaitingJob, state: JobState, started_at, attempt_name) -> dict:
     return {
-        "priority": priority,
-        "seq": seq,
-        "demand": dict(demand),
+        "priority": job.priority,
+        "seq": job.seq,
+        "demand": dict(job.demand),
         "state": state.value,
         "started_at": started_at,
         "attempt_name": attempt_name,
+        **({"max_runtime": job.max_runtime} if job.max_runtime is not None else {}),
     }
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def _job_to_item(job: Job) -> dict:

@@ -47,15 +47,26 @@ def test_multi_instance_job_needs_all_its_instances(make_cloud):
     assert cloud.sagemaker.jobs["gang"].demand == {P5: 2}
 
 
-def test_waiting_gang_job_is_not_overtaken_by_smaller_equal_jobs(make_cloud):
+def test_waiting_gang_job_is_not_overtaken_by_a_job_that_could_delay_it(make_cloud):
     cloud = make_cloud({P5: 4})
-    submit(cloud, "running3", 1, instance_count=3)
+    submit(cloud, "running3", 1, instance_count=3, max_runtime=3600)
     submit(cloud, "gang", 1, instance_count=2)
-    submit(cloud, "single", 1, instance_count=1)
-    # One instance is free, but the gang job is first in line: single waits behind it.
+    submit(cloud, "single", 1, instance_count=1, max_runtime=7200)
+    # One instance is free, but single might still run when gang can start: it waits.
     assert states(cloud) == {"running3": "running", "gang": "pending", "single": "pending"}
     cloud.advance(600)
     assert states(cloud) == {"gang": "running", "single": "running"}
+
+
+def test_a_short_job_backfills_the_instance_a_gang_job_cannot_use_yet(make_cloud):
+    cloud = make_cloud({P5: 4})
+    submit(cloud, "running3", 1, instance_count=3, max_runtime=3600)
+    submit(cloud, "gang", 1, instance_count=2)
+    submit(cloud, "quick", 0, instance_count=1, max_runtime=1800, run_seconds=300)
+    # quick is bound to end (1800 s + 600 s allowed to start) before running3 must end.
+    assert states(cloud) == {"running3": "running", "gang": "pending", "quick": "running"}
+    cloud.advance(600)
+    assert states(cloud) == {"gang": "running"}
 
 
 def test_a_blocked_job_does_not_hold_back_another_instance_type(make_cloud):

@@ -6,25 +6,35 @@ from dataclasses import dataclass, field
 import pytest
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, WaitingJob, plan, positions
+from job_queue.scheduler import ActiveJob, Planner, Policy, WaitingJob, plan, positions
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
 NOW = 10_000.0
 
 
-def waiting(name, priority=0, instances=1, itype=P5, seq=None, not_before=0.0, demand=None):
+def waiting(
+    name, priority=0, instances=1, itype=P5, seq=None, not_before=0.0, demand=None, max_runtime=None
+):
     return WaitingJob(
         name=name,
         priority=priority,
         seq=seq if seq is not None else _seq(name),
         demand=demand or {itype: instances},
         not_before=not_before,
+        max_runtime=max_runtime,
     )
 
 
 def running(
-    name, priority=0, instances=1, itype=P5, started=0.0, state=JobState.RUNNING, demand=None
+    name,
+    priority=0,
+    instances=1,
+    itype=P5,
+    started=0.0,
+    state=JobState.RUNNING,
+    demand=None,
+    max_runtime=None,
 ):
     return ActiveJob(
         name=name,
@@ -33,6 +43,7 @@ def running(
         demand=demand or {itype: instances},
         state=state,
         started_at=started,
+        max_runtime=max_runtime,
     )
 
 
@@ -50,6 +61,8 @@ class Scenario:
     preempted: list = field(default_factory=list)
     policy: Policy = field(default_factory=Policy)
 
+
+BACKFILL = Policy(backfill=True)
 
 SCENARIOS = [
     Scenario(
@@ -176,6 +189,43 @@ SCENARIOS = [
         policy=Policy(preemption=False),
     ),
     Scenario(
+        "backfill: a short job uses the instance a gang job cannot use yet",
+        waiting=[waiting("gang", 1, instances=2), waiting("short", 1, max_runtime=100)],
+        active=[running("a", 1, started=NOW - 100, max_runtime=1000)],
+        starts=["short"],
+        policy=BACKFILL,
+    ),
+    Scenario(
+        "backfill never runs past the time the gang job could start",
+        waiting=[waiting("gang", 1, instances=2), waiting("long", 1, max_runtime=2000)],
+        active=[running("a", 1, started=NOW - 100, max_runtime=1000)],
+        policy=BACKFILL,
+    ),
+    Scenario(
+        "no backfill for a job without a max runtime",
+        waiting=[waiting("gang", 1, instances=2), waiting("unbounded", 1)],
+        active=[running("a", 1, started=NOW - 100, max_runtime=1000)],
+        policy=BACKFILL,
+    ),
+    Scenario(
+        "no backfill when the gang job waits for a job without a max runtime",
+        waiting=[waiting("gang", 1, instances=2), waiting("short", 1, max_runtime=100)],
+        active=[running("a", 1, started=NOW - 100)],
+        policy=BACKFILL,
+    ),
+    Scenario(
+        "backfill reaches past several waiting jobs when it ends before the reservation",
+        waiting=[
+            waiting("gang", 2, instances=3),
+            waiting("mid", 1, instances=2, max_runtime=5000),
+            waiting("short", 0, max_runtime=100),
+        ],
+        active=[running("a", 2, started=NOW - 100, max_runtime=1000)],
+        capacity={P5: 3},
+        starts=["short"],
+        policy=BACKFILL,
+    ),
+    Scenario(
         "capacity lowered below what runs: nothing starts, nothing is preempted for it",
         waiting=[waiting("next", 0)],
         active=[running("a", 1), running("b", 1)],
@@ -221,3 +271,20 @@ def test_position_counts_only_jobs_that_compete_for_the_same_instances():
         waiting("trn", 0, itype="ml.trn1.32xlarge"),
     ]
     assert positions(queue) == [1, 1, 3, 3, 3, 1]
+
+
+def test_a_reserved_type_without_free_instances_is_read_no_further():
+    planner = Planner([running("a", 5, instances=2, started=NOW, max_runtime=100)], {P5: 2}, NOW)
+    planner.offer(waiting("gang", 1, instances=2))  # held: it cannot preempt priority 5
+    assert planner.open_types == frozenset()
+
+
+def test_backfill_looks_only_so_far_behind_a_reservation():
+    policy = Policy(backfill_window=3)
+    active = [running("a", 5, instances=2, started=NOW, max_runtime=100)]
+    planner = Planner(active, {P5: 3}, NOW, policy)
+    planner.offer(waiting("gang", 1, instances=3))
+    for i in range(3):
+        assert P5 in planner.open_types
+        planner.offer(waiting(f"long{i}", 0, max_runtime=10_000))
+    assert planner.open_types == frozenset()

@@ -16,6 +16,7 @@ from moto.events.models import EventPattern
 from job_queue.config import Settings
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.sagemaker import state_change_pattern
+from job_queue.scheduler import Policy
 from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
 from tjq.local.sagemaker import LocalSageMaker
@@ -114,6 +115,7 @@ class LocalCloud:
         table_name: str = "training-job-queue",
         clock: Callable[[], float] | None = None,
         endpoint_url: str | None = None,
+        policy: Policy | None = None,
     ) -> None:
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
@@ -124,6 +126,7 @@ class LocalCloud:
             capacity=dict(capacity),
             allowed_role_arns=frozenset(allowed_role_arns),
             queue_name=queue_name,
+            policy=policy or Policy(),
         )
         # Only jobs over the queue's capacity would hit these limits: the queue must not.
         self.sagemaker = LocalSageMaker(
@@ -260,6 +263,7 @@ def training_request(
     instance_count: int = 1,
     run_seconds: float | None = None,
     role_arn: str = ROLE_ARN,
+    max_runtime: int = 86400,
 ) -> dict:
     """A CreateTrainingJob request shaped as the SageMaker Python SDK builds it."""
     tags = []
@@ -282,7 +286,7 @@ def training_request(
             "InstanceCount": instance_count,
             "VolumeSizeInGB": 30,
         },
-        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
         "HyperParameters": {
             "sagemaker_program": '"train.py"',
             "sagemaker_submit_directory": f'"s3://my-bucket/{name}/source/sourcedir.tar.gz"',

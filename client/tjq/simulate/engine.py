@@ -123,7 +123,14 @@ class _Replay:
         self.waiting_sizes: dict[str, Counter[int]] = {t: Counter() for t in self.capacity}
         self.index_of = {spec.name: i for i, spec in enumerate(jobs)}
         self.waiting_view = [
-            WaitingJob(job.name, job.priority, self.seq[i], job.demand, submitted_at=job.submit_s)
+            WaitingJob(
+                job.name,
+                job.priority,
+                self.seq[i],
+                job.demand,
+                submitted_at=job.submit_s,
+                max_runtime=job.max_runtime_s,
+            )
             for i, job in enumerate(jobs)
         ]
         self.active: dict[int, tuple[JobState, AttemptRecord]] = {}
@@ -259,7 +266,13 @@ class _Replay:
     def _active_job(self, index: int, state: JobState, attempt: AttemptRecord) -> ActiveJob:
         spec = self.results[index].spec
         return ActiveJob(
-            spec.name, spec.priority, self.seq[index], spec.demand, state, attempt.start
+            spec.name,
+            spec.priority,
+            self.seq[index],
+            spec.demand,
+            state,
+            attempt.start,
+            max_runtime=spec.max_runtime_s,
         )
 
     def _account_idle(self, start: float, end: float) -> None:

@@ -21,7 +21,9 @@ def decisions_through_handler(
 ) -> tuple[list[Decision], dict[str, str]]:
     """Starts and preemptions (seconds since the first submission) and each job's end state."""
     specs = {job.name: job for job in jobs}
-    cloud = LocalCloud(capacity=dict(settings.capacity), stop_seconds=settings.stop_latency)
+    cloud = LocalCloud(
+        capacity=dict(settings.capacity), stop_seconds=settings.stop_latency, policy=settings.policy
+    )
     with cloud:
         start = cloud.clock()
         emulator = cloud.sagemaker
@@ -54,6 +56,8 @@ def decisions_through_handler(
                 instance_type=job.instance_type,
                 instance_count=job.instance_count,
             )
+            limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}
+            request["StoppingCondition"] = limit
             status, body = cloud.api("POST", "/add-job", request)
             if status != 201:
                 raise RuntimeError(f"{job.name} was refused: {body}")

@@ -7,7 +7,10 @@ The mapping (the same for every trace):
 * ``submit_s`` counts from the first submission kept; ``duration_s`` is the trace's;
 * priority — Chronus: its best-effort flag (best effort → 0, strict SLO → 1); Philly and ITP
   have none, so a seeded draw gives 10% urgent (2), 30% normal (1), 60% low (0);
-* names are ``<trace>-<row>`` (the row in the source file).
+* names are ``<trace>-<row>`` (the row in the source file);
+* ``max_runtime_s`` — the traces have no limits, so each job gets the limit a user would
+  likely ask for: its duration rounded up to 1, 2, 4, 8 or 12 hours, or 1, 2, 3, 7, 14 or 28
+  days (SageMaker's most); none beyond 28 days.
 
 :func:`capacity_for` then picks the capacity that puts the offered load (instance-seconds of
 work / instance-seconds available over the submission window) at or just above 100%.
@@ -27,6 +30,20 @@ from tjq.simulate.workload import WorkloadJob
 INSTANCE_TYPE = "ml.p5.48xlarge"
 GPUS_PER_INSTANCE = 8
 PRIORITY_DRAW = ((0.10, 2), (0.40, 1), (1.00, 0))  # cumulative: 10% urgent, 30% normal, rest low
+_HOUR, _DAY = 3600, 86400
+LIMITS = (
+    1 * _HOUR,
+    2 * _HOUR,
+    4 * _HOUR,
+    8 * _HOUR,
+    12 * _HOUR,
+    1 * _DAY,
+    2 * _DAY,
+    3 * _DAY,
+    7 * _DAY,
+    14 * _DAY,
+    28 * _DAY,
+)
 
 
 def philly(
@@ -126,4 +143,5 @@ def _job(source, row_number, submit_s, duration, gpus, priority) -> WorkloadJob:
         priority=priority,
         instance_type=INSTANCE_TYPE,
         instance_count=math.ceil(gpus / GPUS_PER_INSTANCE),
+        max_runtime_s=next((limit for limit in LIMITS if limit >= duration), None),
     )
