@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Plan, Planner, Policy, WaitingJob
+from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan
 from tjq.simulate.workload import WorkloadJob
 
 _ENDED, _SUBMITTED = 0, 1  # at equal times, attempts end before jobs arrive
@@ -83,13 +83,8 @@ Decide = Callable[[list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], flo
 
 
 def queue_decision(active, waiting, capacity, now, policy) -> Plan:
-    """The queue's own pass: the Lambda's Planner, reading the queue only as far as needed."""
-    planner = Planner(active, capacity, now, policy)
-    for job in waiting:
-        planner.offer(job)
-        if not planner.open_types:
-            break
-    return planner.plan()
+    """The queue's own pass: the Lambda's planner, reading the queue only as far as needed."""
+    return plan(waiting, active, capacity, now, policy)
 
 
 def simulate(
@@ -208,16 +203,16 @@ class _Replay:
     # -- a scheduling pass ------------------------------------------------------------------
 
     def _schedule(self, now: float) -> None:
-        plan = self.decide(
+        decided = self.decide(
             list(self.active_view.values()),
             (self.waiting_view[self.waiting[key]] for key in self.waiting_keys),
             self.capacity,
             now,
             self.settings.policy,
         )
-        for preemption in plan.preemptions:
+        for preemption in decided.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
-        for waiting in plan.starts:
+        for waiting in decided.starts:
             self._start(self.waiting.pop((-waiting.priority, waiting.seq)), now)
 
     def _start(self, index: int, now: float) -> None:
