@@ -20,7 +20,7 @@ from job_queue.scheduler import Plan, Policy, Preemption
 from tjq.simulate.engine import queue_decision
 from tjq.simulate.workload import WorkloadJob
 
-NO_PREEMPTION = Policy(preemption=False)
+NO_PREEMPTION = Policy(preemption=False, backfill=False)  # a plain capped queue
 
 
 def fifo(active, waiting, capacity, now, policy) -> Plan:
