@@ -142,8 +142,9 @@ def _local_api(args) -> int:
     print("training-job-queue local API is up. In the shell that runs your training script:\n")
     for name, value in local.environment().items():
         print(f"export {name}={value}")
+    pool = ", ".join(f"{n} x {t}" for t, n in capacity.items())
     print(
-        f"\ncapacity: {capacity}; jobs run {args.run_seconds:g}s (or their "
+        f"\ncapacity: {pool}; jobs run {args.run_seconds:g}s (or their "
         "simulated-run-seconds tag), a stop takes "
         f"{args.stop_seconds:g}s. Ctrl-C stops.",
         flush=True,

@@ -167,7 +167,8 @@ class DynamoJobStore:
     def depth(self, instance_types: list[str]) -> int:
         """How many jobs wait, counted without reading them."""
         partitions = [*(f"WAITING#{t}" for t in instance_types), f"WAITING#{MULTI_TYPE}"]
-        return sum(self._count_before(p, "~") for p in partitions)
+        # A metric: eventually consistent reads cost half.
+        return sum(self._count_before(p, "~", consistent=False) for p in partitions)
 
     def next_seq(self) -> int:
         result = self._db.update_item(
@@ -383,7 +384,7 @@ class DynamoJobStore:
                 return
             page = min(page * 2, _MAX_PAGE)
 
-    def _count_before(self, partition: str, key: str) -> int:
+    def _count_before(self, partition: str, key: str, consistent: bool = True) -> int:
         count, start_key = 0, None
         while True:
             params = {
@@ -391,7 +392,7 @@ class DynamoJobStore:
                 "KeyConditionExpression": "pk = :pk AND sk < :key",
                 "ExpressionAttributeValues": _ser({":pk": partition, ":key": key}),
                 "Select": "COUNT",
-                "ConsistentRead": True,
+                "ConsistentRead": consistent,
             }
             if start_key:
                 params["ExclusiveStartKey"] = start_key
