@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
 
 from job_queue.config import Settings
 from job_queue.errors import JobConflict, JobNotFound, StaleState
@@ -187,30 +188,36 @@ class QueueService:
         on the jobs the table says hold instances, then schedule."""
         pool = self.store.pool()
         for active in pool.jobs:
-            job = self.store.get(active.name)
-            if job is None or not job.state.holds_instances:
-                continue
-            found = self.sagemaker.describe(job.attempt_name)
-            settled_long_ago = self.clock() - active.started_at > _START_GRACE_SECONDS
-            if found is None:
-                if not settled_long_ago:
-                    continue  # its start may still be under way in another invocation
-                if job.state == JobState.STARTING:
-                    logger.info("retrying an interrupted start", extra={"job": job.name})
-                    self._create(job, job.attempt_name)
-                else:  # stopped before SageMaker ever created it
-                    self._apply_status(job.name, job.attempt_name, "Stopped", None)
-            elif found.status in _ENDED:
-                logger.info(
-                    "repairing a missed event", extra={"job": job.name, "status": found.status}
-                )
-                self._apply_status(job.name, job.attempt_name, found.status, found.failure_reason)
-            elif job.state == JobState.STARTING:
-                self._mark_running(job)
-            elif job.state.is_stopping and found.status == "InProgress":
-                self.sagemaker.stop(job.attempt_name)
+            try:
+                self._repair(active)
+            except (StaleState, ClientError) as exc:
+                # Another invocation moved it on, or SageMaker refused for now: the next
+                # sweep looks again. One job must not stop the sweep for the others.
+                logger.warning(f"could not check job now: {exc}", extra={"job": active.name})
         self.report.queue_depth = self.store.depth(list(self.settings.capacity))
         self.schedule()
+
+    def _repair(self, active) -> None:
+        job = self.store.get(active.name)
+        if job is None or not job.state.holds_instances:
+            return
+        found = self.sagemaker.describe(job.attempt_name)
+        claimed_long_ago = self.clock() - active.started_at > _START_GRACE_SECONDS
+        if found is None:
+            if not claimed_long_ago:
+                return  # its start may still be under way in another invocation
+            if job.state == JobState.STARTING:
+                logger.info("retrying an interrupted start", extra={"job": job.name})
+                self._create(job, job.attempt_name)
+            else:  # stopped before SageMaker ever created it
+                self._apply_status(job.name, job.attempt_name, "Stopped", None)
+        elif found.status in _ENDED:
+            logger.info("repairing a missed event", extra={"job": job.name, "status": found.status})
+            self._apply_status(job.name, job.attempt_name, found.status, found.failure_reason)
+        elif job.state == JobState.STARTING:
+            self._mark_running(job)
+        elif job.state.is_stopping and found.status == "InProgress":
+            self.sagemaker.stop(job.attempt_name)
 
     # -- scheduling ------------------------------------------------------------------------
 

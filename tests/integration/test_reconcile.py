@@ -66,3 +66,15 @@ def test_sweep_with_nothing_to_do_changes_nothing(cloud):
     before = cloud.jobs()
     cloud.sweep()
     assert cloud.jobs() == before
+
+
+def test_a_job_that_cannot_be_checked_does_not_stop_the_sweep(cloud):
+    submit(cloud, "a", 1)
+    submit(cloud, "b", 1)
+    cloud.lose_next_events(2)
+    cloud.advance(600)  # both complete; neither event arrives
+    cloud.sagemaker.fail_next("DescribeTrainingJob", 4)  # a's check is throttled throughout
+    cloud.sweep()
+    assert {job(cloud, "a")["state"], job(cloud, "b")["state"]} == {"running", "completed"}
+    cloud.sweep()  # the next sweep repairs the other one
+    assert job(cloud, "a")["state"] == job(cloud, "b")["state"] == "completed"

@@ -93,6 +93,7 @@ class LocalSageMaker:
         self._faults: deque[SageMakerFault] = deque()
         self._capacity_failures = 0
         self._lost_responses = 0
+        self._failing: dict[str, deque[SageMakerFault]] = {}
         # Called with each new job; may change its ends_at / end_reason (the simulator does).
         self.on_create: Callable[[_TrainingJob], None] | None = None
         self._lock = threading.RLock()
@@ -117,6 +118,8 @@ class LocalSageMaker:
         with self._lock:
             self.calls[operation] = self.calls.get(operation, 0) + 1
             try:
+                if self._failing.get(operation):
+                    raise self._failing[operation].popleft()
                 status, payload = 200, self._operations[operation](json.loads(body or b"{}"))
             except SageMakerFault as fault:
                 status, payload = fault.status, {"__type": fault.code, "message": fault.message}
@@ -148,6 +151,11 @@ class LocalSageMaker:
         status = 500 if code == "InternalFailure" else 400
         for _ in range(count):
             self._faults.append(SageMakerFault(code, messages.get(code, code), status))
+
+    def fail_next(self, operation: str, count: int, code: str = "ThrottlingException") -> None:
+        """The next ``count`` calls of ``operation`` (e.g. DescribeTrainingJob) fail."""
+        queue = self._failing.setdefault(operation, deque())
+        queue.extend(SageMakerFault(code, "Rate exceeded") for _ in range(count))
 
     def lose_next_create_responses(self, count: int) -> None:
         """The next ``count`` creates succeed, but the caller gets an InternalFailure."""
