@@ -107,7 +107,7 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
     said = []
     low_session = QueueTrainingJobSession(poll_seconds=0.2, out=said.append)
     low, high = unique("low"), unique("high")
-    estimator = pytorch(low_session, source, instance_type=G5, tags=priority_tag(1, seconds=3))
+    estimator = pytorch(low_session, source, instance_type=G5, tags=priority_tag(1, seconds=8))
     estimator.fit(wait=False, job_name=low)
     high_session = QueueTrainingJobSession(out=lambda _: None)
     pytorch(high_session, source, instance_type=G5, tags=priority_tag(9, seconds=1)).fit(
