@@ -8,8 +8,11 @@ Items (``pk`` / ``sk``):
   it: priority high to low, then submission order. A strongly consistent Query reads a
   queue in order without a Scan, and only as far as the scheduler needs.
 * ``POOL`` / ``POOL`` — the jobs that hold instances, with a version number. Every change
-  of what holds capacity is a transaction that includes this item, so two overlapping
-  scheduling passes cannot both spend the same free instance.
+  of what holds capacity is a transaction that includes this item. Changes a stale plan
+  could misuse (claiming instances, preempting, a new priority) check and bump the version,
+  so two overlapping scheduling passes cannot both spend the same free instance; changes
+  that only free instances or mark a start do not, since a plan that missed them is merely
+  cautious.
 * ``SEQ`` / ``SEQ`` — the submission counter (FIFO order within a priority).
 
 Every transition is a conditional write on the expected state; a lost race raises
@@ -239,7 +242,10 @@ class DynamoJobStore:
                     ":now": attempt.started_at,
                 },
             ),
-            _update_pool_entry(job.name, attempt.sagemaker_job_name, "state", "running"),
+            # No version bump: a pass that still sees it starting only preempts less.
+            _update_pool_entry(
+                job.name, attempt.sagemaker_job_name, "state", "running", bump=False
+            ),
         )
 
     def begin_stop(
@@ -290,9 +296,11 @@ class DynamoJobStore:
             ),
             _update(
                 POOL_KEY,
-                "REMOVE active.#name SET version = version + :one",
+                # No version bump: freeing instances cannot overrun capacity; a pass that
+                # still counts them only starts less, and this settle's own pass follows.
+                "REMOVE active.#name",
                 "active.#name.attempt_name = :an",
-                {":one": 1, ":an": job.attempt_name},
+                {":an": job.attempt_name},
                 {"#name": job.name},
             ),
         ]
@@ -560,20 +568,24 @@ def _set_fields(key, fields: dict, condition: str, expected: dict, remove=()) ->
     return _update(key, update, condition, {**values, **expected}, names)
 
 
-def _update_pool_entry(name, attempt_name, field, value, pool_version=None) -> dict:
+def _update_pool_entry(
+    name, attempt_name, field, value, pool_version=None, bump: bool = True
+) -> dict:
     """Set one field of a pool entry, bumping the pool version (checked if given)."""
     condition = "active.#name.attempt_name = :an"
     values = {":value": value, ":an": attempt_name}
-    if pool_version is None:
-        version_update = "version = version + :one"
+    if not bump:
+        version_update = ""
+    elif pool_version is None:
+        version_update = ", version = version + :one"
         values[":one"] = 1
     else:
-        version_update = "version = :next"
+        version_update = ", version = :next"
         condition += " AND version = :version"
         values.update({":next": pool_version + 1, ":version": pool_version})
     return _update(
         POOL_KEY,
-        f"SET active.#name.#field = :value, {version_update}",
+        f"SET active.#name.#field = :value{version_update}",
         condition,
         values,
         {"#name": name, "#field": field},
