@@ -73,7 +73,10 @@ def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
                 "job2 completed first: job1 resumes ahead of job3 (same priority, queued first)",
                 lambda jobs: "job2" not in _states(jobs) and _states(jobs).get("job1") == "running",
             )
-            step("job4 completed: job3 starts", lambda jobs: "job4" not in _states(jobs))
+            step(
+                "job4 completed: job3 starts",
+                lambda jobs: "job4" not in _states(jobs) and _states(jobs).get("job3") == "running",
+            )
             step("job1 and job3 completed", lambda jobs: not jobs)
     return tables
 
