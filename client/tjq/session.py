@@ -13,6 +13,8 @@ from collections.abc import Callable
 from sagemaker.exceptions import UnexpectedStatusException
 from sagemaker.session import Session, _check_job_status
 
+from job_queue.errors import InvalidRequest
+from job_queue.request import parse_priority
 from tjq.api import QueueClient
 from tjq.errors import InvalidJob, JobEnded
 
@@ -143,12 +145,11 @@ class QueueTrainingJobSession(Session):
 
 
 def _integer_priority(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise InvalidJob(f"{what} must be an integer, got {value!r}")
+    """The queue's own check (an integer in its range), raised before anything is sent."""
     try:
-        return int(value)
-    except ValueError:
-        raise InvalidJob(f"{what} must be an integer, got {value!r}") from None
+        return parse_priority(value, field=what)
+    except InvalidRequest as exc:
+        raise InvalidJob(str(exc)) from None
 
 
 def _describe_state(job: dict, position: int | None) -> str:

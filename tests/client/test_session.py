@@ -89,6 +89,8 @@ def test_a_priority_that_is_not_an_integer_is_refused_and_nothing_is_queued(
     assert name not in {j["name"] for j in session.queue.jobs()["jobs"]}
     with pytest.raises(InvalidJob, match="priority= must be an integer"):
         QueueTrainingJobSession(priority="high")
+    with pytest.raises(InvalidJob, match="between -9999 and 9999"):
+        QueueTrainingJobSession(priority=10**6)
 
 
 def test_fit_waits_on_the_queue_until_the_job_completes(session, source, unique, said):
