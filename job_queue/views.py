@@ -27,7 +27,7 @@ def _instances(demand: Demand) -> dict:
 
 def job_detail(job: Job, position: int | None, now: float) -> dict:
     """GET /jobs/{name}: the job, its place in the queue, and every SageMaker job it ran as."""
-    view = {
+    return {
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
@@ -59,7 +59,6 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
             for a in job.attempts
         ],
     }
-    return view
 
 
 def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:

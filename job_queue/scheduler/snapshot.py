@@ -54,10 +54,6 @@ class ActiveJob:
     started_at: float
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
 
-    @property
-    def stopping(self) -> bool:
-        return self.state.is_stopping
-
 
 @dataclass(frozen=True)
 class Preemption:

@@ -301,9 +301,7 @@ def training_request(
         },
         "ProfilerConfig": {"S3OutputPath": "s3://my-bucket/output", "DisableProfiler": False},
         "Environment": {},
-        "RetryStrategy": None,
     }
-    request.pop("RetryStrategy")
     if tags:
         request["Tags"] = tags
     return request

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan
+from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
 from tjq.simulate.workload import WorkloadJob
 
 _ENDED, _SUBMITTED = 0, 1  # at equal times, attempts end before jobs arrive
@@ -170,7 +170,7 @@ class _Replay:
         return order
 
     def _enqueue(self, index: int) -> None:
-        key = (-self.results[index].spec.priority, self.seq[index])
+        key = queue_order(self.waiting_view[index])
         bisect.insort(self.waiting_keys, key)
         self.waiting[key] = index
         spec = self.results[index].spec
@@ -213,12 +213,12 @@ class _Replay:
         for preemption in decided.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
         for waiting in decided.starts:
-            self._start(self.waiting.pop((-waiting.priority, waiting.seq)), now)
+            self._start(self.waiting.pop(queue_order(waiting)), now)
 
     def _start(self, index: int, now: float) -> None:
         result = self.results[index]
         spec = result.spec
-        key = (-spec.priority, self.seq[index])
+        key = queue_order(self.waiting_view[index])
         del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
         sizes = self.waiting_sizes[spec.instance_type]
         sizes[spec.instance_count] -= 1
