@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 STOP_LATENCY = 120.0  # a SageMaker stop takes minutes; two is optimistic
 START_LATENCY = 180.0  # provisioning before a job makes progress
+MIN_RUN = 1800.0  # the minimum run time the benchmark tries: half an hour
 
 
 # -- schedule quality ----------------------------------------------------------------------
@@ -52,6 +53,8 @@ def quality() -> dict:
         runs = {"queue (defaults)": simulate(jobs, settings)}
         strict = replace(settings, policy=Policy(backfill=False))
         runs["queue, Backfill=false"] = simulate(jobs, strict)
+        protected = replace(settings, policy=Policy(min_run_s=MIN_RUN))
+        runs[f"queue, MinRunSeconds={MIN_RUN:g}"] = simulate(jobs, protected)
         fifo_run = simulate(unprioritised(jobs), settings, decide=fifo)
         for result, spec in zip(fifo_run.jobs, jobs, strict=True):
             result.spec = spec  # report waits by the jobs' real priorities

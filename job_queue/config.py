@@ -36,7 +36,7 @@ class Settings:
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
-        BACKFILL and FINISHED_RETENTION_DAYS."""
+        BACKFILL, MIN_RUN_SECONDS and FINISHED_RETENTION_DAYS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -49,6 +49,7 @@ class Settings:
             policy=Policy(
                 preemption=env.get("PREEMPTION", "true").lower() != "false",
                 backfill=env.get("BACKFILL", "true").lower() != "false",
+                min_run_s=parse_seconds("MIN_RUN_SECONDS", env.get("MIN_RUN_SECONDS") or "0"),
             ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
         )
@@ -68,6 +69,17 @@ def parse_capacity(text: str) -> dict[str, int]:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"CAPACITY: {itype} must have a whole number >= 0, got {count!r}")
     return value
+
+
+def parse_seconds(variable: str, text: str) -> float:
+    """A whole number of seconds, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{variable} must be a whole number of seconds, got {text!r}") from None
+    if value < 0:
+        raise ConfigError(f"{variable} must be 0 or more, got {value}")
+    return float(value)
 
 
 def parse_role_arns(text: str) -> frozenset[str]:

@@ -175,7 +175,11 @@ def _simulate(args) -> int:
         capacity=capacity,
         stop_latency=args.stop_latency,
         start_latency=args.start_latency,
-        policy=Policy(preemption=not args.no_preemption, backfill=not args.no_backfill),
+        policy=Policy(
+            preemption=not args.no_preemption,
+            backfill=not args.no_backfill,
+            min_run_s=args.min_run,
+        ),
     )
     show_progress = sys.stderr.isatty() and len(jobs) >= 5000
     result = simulate(jobs, settings, progress=_progress_bar if show_progress else None)
@@ -348,6 +352,13 @@ def _parser() -> argparse.ArgumentParser:
         "--no-backfill",
         action="store_true",
         help="strict order within an instance type (the Backfill=false setting)",
+    )
+    simulate.add_argument(
+        "--min-run",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds a job runs before it may be preempted (the MinRunSeconds setting)",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")

@@ -8,6 +8,7 @@ Rules, in queue order (priority high to low, then submission order):
 * Otherwise it may claim instances that stopping jobs are about to free, and, if that is
   still not enough, preempt running jobs of strictly lower priority: lowest priority first,
   then the most recently started; only as many as it needs, and only if they let it start.
+  A job that has run for less than the policy's minimum run time is not a candidate.
 * A job that can start neither now nor after those stops holds back every later job that
   needs one of its instance types, so that equal priorities stay first come, first served
   and a big job is not starved by small ones. Jobs of other types are not held back.
@@ -192,7 +193,11 @@ class Planner:
 
     def _candidates(self) -> list[ActiveJob]:
         if self._sorted_candidates is None:
-            self._sorted_candidates = sorted(self._running, key=preemption_order)
+            protected_since = self._now - self._policy.min_run_s
+            self._sorted_candidates = sorted(
+                (job for job in self._running if job.started_at <= protected_since),
+                key=preemption_order,
+            )
         return self._sorted_candidates
 
     def plan(self) -> Plan:

@@ -20,12 +20,17 @@ class Policy:
         backfill bounds a job's end.
     backfill_window: how many jobs behind reservations one pass examines for backfill, so
         that a pass reads a bounded part of a deep queue.
+    min_run_s: a job that has run (since its attempt started) for less than this may not be
+        preempted, so that a job is not stopped again and again before it gets anywhere.
+        A waiting job that needs it waits; the next pass after the protection ends (the
+        scheduled sweep, at most a minute later) may preempt it.
     """
 
     preemption: bool = True
     backfill: bool = True
     start_allowance_s: float = 600.0
     backfill_window: int = 50
+    min_run_s: float = 0.0
 
 
 @dataclass(frozen=True)

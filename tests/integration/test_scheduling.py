@@ -1,5 +1,6 @@
 """Scheduling through the real handler: several instance types, gangs, FIFO, preemption."""
 
+from job_queue.scheduler import Policy
 from tests.conftest import G5, P5
 from tests.integration.helpers import job, running, states, submit
 
@@ -134,3 +135,19 @@ def test_list_shows_wait_and_instances(cloud):
     assert rows["a"]["running_seconds"] == 120.0
     assert rows["c"]["position"] == 1
     assert body["capacity"] == {P5: 2}
+
+
+def test_minimum_run_time_protects_a_new_job_until_the_sweep_after_it(make_cloud):
+    cloud = make_cloud({P5: 1}, policy=Policy(min_run_s=600))
+    submit(cloud, "low", 0, run_seconds=3600)
+    cloud.advance(60)
+    submit(cloud, "urgent", 5)
+    assert states(cloud) == {"low": "running", "urgent": "pending"}
+    cloud.advance(480)
+    cloud.sweep()  # 9 minutes in: still protected
+    assert states(cloud) == {"low": "running", "urgent": "pending"}
+    cloud.advance(60)
+    cloud.sweep()  # 10 minutes: the scheduled sweep preempts it
+    assert states(cloud) == {"low": "preempting", "urgent": "pending"}
+    cloud.advance(60)
+    assert states(cloud) == {"low": "preempted", "urgent": "running"}

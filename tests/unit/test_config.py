@@ -15,12 +15,23 @@ def _env(**overrides):
 
 def test_settings_from_the_environment():
     settings = Settings.from_environment(
-        _env(ALLOWED_ROLE_ARNS=f"{ROLE}, {ROLE}2", QUEUE_NAME="team-a", PREEMPTION="false")
+        _env(
+            ALLOWED_ROLE_ARNS=f"{ROLE}, {ROLE}2",
+            QUEUE_NAME="team-a",
+            PREEMPTION="false",
+            MIN_RUN_SECONDS="900",
+        )
     )
     assert settings.capacity == {"ml.p5.48xlarge": 2}
     assert settings.allowed_role_arns == {ROLE, f"{ROLE}2"}
     assert settings.queue_name == "team-a"
     assert settings.policy.preemption is False
+    assert settings.policy.min_run_s == 900
+
+
+def test_defaults_preempt_at_once_and_backfill():
+    policy = Settings.from_environment(_env()).policy
+    assert (policy.preemption, policy.backfill, policy.min_run_s) == (True, True, 0)
 
 
 @pytest.mark.parametrize(
@@ -33,6 +44,8 @@ def test_settings_from_the_environment():
         ({"CAPACITY": '{"ml.p5.48xlarge": -1}'}, "ml.p5.48xlarge"),
         ({"CAPACITY": '{"ml.p5.48xlarge": 1.5}'}, "ml.p5.48xlarge"),
         ({"ALLOWED_ROLE_ARNS": "Admin"}, "ALLOWED_ROLE_ARNS"),
+        ({"MIN_RUN_SECONDS": "ten"}, "MIN_RUN_SECONDS"),
+        ({"MIN_RUN_SECONDS": "-5"}, "MIN_RUN_SECONDS"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):

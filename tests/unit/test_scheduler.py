@@ -226,6 +226,28 @@ SCENARIOS = [
         policy=BACKFILL,
     ),
     Scenario(
+        "a job within its minimum run time is not preempted: the urgent job waits",
+        waiting=[waiting("urgent", 3)],
+        active=[running("young", 1, started=NOW - 599)],
+        capacity={P5: 1},
+        policy=Policy(min_run_s=600),
+    ),
+    Scenario(
+        "once its minimum run time is over, it may be preempted",
+        waiting=[waiting("urgent", 3)],
+        active=[running("young", 1, started=NOW - 600)],
+        capacity={P5: 1},
+        preempted=["young"],
+        policy=Policy(min_run_s=600),
+    ),
+    Scenario(
+        "the minimum run time shields the newest job: an older one is preempted instead",
+        waiting=[waiting("urgent", 3)],
+        active=[running("old", 1, started=NOW - 5000), running("young", 1, started=NOW - 10)],
+        preempted=["old"],
+        policy=Policy(min_run_s=600),
+    ),
+    Scenario(
         "capacity lowered below what runs: nothing starts, nothing is preempted for it",
         waiting=[waiting("next", 0)],
         active=[running("a", 1), running("b", 1)],

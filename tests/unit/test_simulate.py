@@ -105,6 +105,20 @@ def test_without_preemption_the_urgent_job_waits():
     assert jobs["job4"]["first_start_s"] == 600 and jobs["job1"]["preemptions"] == 0
 
 
+def test_a_minimum_run_time_delays_the_preemption_until_it_is_over():
+    rows = "low,0,1000,0,ml.p5.48xlarge,1\nhigh,100,100,1,ml.p5.48xlarge,1"
+    jobs = by_name(run(rows, {P5: 1}, stop_latency=10, policy=Policy(min_run_s=300)))
+    # Nothing else happens at 300: the engine wakes up when low's protection ends.
+    assert jobs["high"]["first_start_s"] == 310 and jobs["high"]["wait_s"] == 210
+    assert jobs["low"]["lost_instance_s"] == 300 + 10
+
+
+def test_a_job_that_ends_within_its_minimum_run_time_is_never_preempted():
+    rows = "low,0,200,0,ml.p5.48xlarge,1\nhigh,100,100,1,ml.p5.48xlarge,1"
+    jobs = by_name(run(rows, {P5: 1}, policy=Policy(min_run_s=300)))
+    assert jobs["low"]["preemptions"] == 0 and jobs["high"]["first_start_s"] == 200
+
+
 def test_instance_types_are_scheduled_separately():
     rows = "p,0,100,0,ml.p5.48xlarge,1\ng,0,50,0,ml.g5.xlarge,1\ng2,0,50,0,ml.g5.xlarge,1"
     jobs = by_name(run(rows, {P5: 1, G5: 1}))

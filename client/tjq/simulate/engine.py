@@ -8,7 +8,9 @@ It models what the queue and SageMaker do, in the order the real system does it:
 * a started attempt holds its instances at once and makes progress after
   ``start_latency``; a preempted one stops working at once and holds its instances for
   ``stop_latency``;
-* a preempted job keeps its place in line and resumes from its last checkpoint (or zero).
+* a preempted job keeps its place in line and resumes from its last checkpoint (or zero);
+* with a minimum run time, a pass also runs when a started job's protection ends (the
+  Lambda's one-minute sweep does that, up to a minute later).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from job_queue.models import JobState
 from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
 from tjq.simulate.workload import WorkloadJob
 
-_ENDED, _SUBMITTED = 0, 1  # at equal times, attempts end before jobs arrive
+# At equal times, attempts end, then jobs arrive, then protections end.
+_ENDED, _SUBMITTED, _UNPROTECTED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,9 @@ class _Replay:
                 handled += 1
                 if self.progress and handled % 1000 == 0:
                     self.progress(handled, total)
+            elif kind == _UNPROTECTED:
+                if not self.waiting_keys or not self._is_current(index, attempt):
+                    continue  # nobody waits to preempt it, or it ended already
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
@@ -176,10 +182,14 @@ class _Replay:
         spec = self.results[index].spec
         self.waiting_sizes[spec.instance_type][spec.instance_count] += 1
 
+    def _is_current(self, index: int, number: int) -> bool:
+        _, attempt = self.active.get(index, (None, None))
+        return attempt is not None and attempt.number == number
+
     def _end_attempt(self, index: int, number: int, now: float) -> bool:
-        state, attempt = self.active.get(index, (None, None))
-        if attempt is None or attempt.number != number:
+        if not self._is_current(index, number):
             return False
+        state, attempt = self.active[index]
         result = self.results[index]
         spec = result.spec
         attempt.end = now
@@ -238,6 +248,8 @@ class _Replay:
         attempt.order = self._push(
             now + self.settings.start_latency + work, _ENDED, index, attempt.number
         )
+        if self.settings.policy.min_run_s and self.settings.policy.preemption:
+            self._push(now + self.settings.policy.min_run_s, _UNPROTECTED, index, attempt.number)
 
     def _preempt(self, index: int, now: float) -> None:
         _, attempt = self.active[index]
