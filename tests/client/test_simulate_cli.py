@@ -84,6 +84,15 @@ def test_policy_settings_change_the_replay(capsys, workload):
     assert {j["name"]: j["first_start_s"] for j in answer["jobs"]}["job4"] == 630
 
 
+def test_min_run_protects_a_running_job_from_preemption_for_a_while(capsys, workload):
+    _, out, _ = smq(
+        capsys, "simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--json", "--min-run", "400"
+    )
+    jobs = {j["name"]: j for j in json.loads(out)["jobs"]}
+    assert jobs["job4"]["first_start_s"] == 400  # job1, started at 0, is protected until 400
+    assert jobs["job1"]["preemptions"] == 1
+
+
 def test_summary_for_people(capsys, workload):
     code, out, _ = smq(capsys, "simulate", workload, "--capacity", "ml.p5.48xlarge=2")
     assert code == 0
