@@ -1,6 +1,14 @@
 """Pure scheduling core: decisions over plain data, no I/O, no clock."""
 
-from job_queue.scheduler.planner import Planner, choose_victims, plan, positions, queue_order
+from job_queue.scheduler.planner import (
+    Planner,
+    choose_victims,
+    make_planner,
+    plan,
+    positions,
+    queue_order,
+)
+from job_queue.scheduler.shares import Share, ShareLedger, SharePlanner, Strategy, total_capacity
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
 
 __all__ = [
@@ -9,9 +17,15 @@ __all__ = [
     "Planner",
     "Policy",
     "Preemption",
+    "Share",
+    "ShareLedger",
+    "SharePlanner",
+    "Strategy",
     "WaitingJob",
     "choose_victims",
+    "make_planner",
     "plan",
     "positions",
     "queue_order",
+    "total_capacity",
 ]

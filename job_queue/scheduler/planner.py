@@ -23,10 +23,14 @@ Rules, in queue order (priority high to low, then submission order):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+
+if TYPE_CHECKING:
+    from job_queue.scheduler.shares import Share, SharePlanner
 
 DEFAULT_POLICY = Policy()
 
@@ -216,14 +220,31 @@ def plan(
     capacity: Mapping[str, int],
     now: float,
     policy: Policy = DEFAULT_POLICY,
+    shares: Sequence[Share] = (),
 ) -> Plan:
-    """Plan one scheduling pass over a whole queue (``waiting`` in queue order)."""
-    planner = Planner(active, capacity, now, policy)
+    """Plan one scheduling pass over a whole queue (``waiting`` in queue order); with
+    ``shares``, by the quota shares' rules (and ``capacity`` is their sum)."""
+    planner = make_planner(active, capacity, now, policy, shares)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:
             break
     return planner.plan()
+
+
+def make_planner(
+    active: Iterable[ActiveJob],
+    capacity: Mapping[str, int],
+    now: float,
+    policy: Policy = DEFAULT_POLICY,
+    shares: Sequence[Share] = (),
+) -> Planner | SharePlanner:
+    """The single queue's :class:`Planner`, or with quota shares a ``SharePlanner``."""
+    if shares:
+        from job_queue.scheduler.shares import SharePlanner
+
+        return SharePlanner(active, shares, now, policy)
+    return Planner(active, capacity, now, policy)
 
 
 def positions(waiting: Iterable[WaitingJob]) -> list[int]:

@@ -45,6 +45,7 @@ class WaitingJob:
     submitted_at: float = 0.0
     state: JobState = JobState.PENDING  # or PREEMPTED: waiting to resume
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
+    share: str | None = None  # its quota share, when the queue has shares
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class ActiveJob:
     state: JobState
     started_at: float
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
+    share: str | None = None  # its quota share, when the queue has shares
 
 
 @dataclass(frozen=True)
