@@ -7,7 +7,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.share_config import SharesError, loads_shares
 
 
 class ConfigError(ValueError):
@@ -32,18 +33,41 @@ class Settings:
     finished_retention_days: int = 30
     start_retry_base_seconds: float = 60.0  # backoff after a refused start: 1, 2, 4 ... min
     start_retry_max_seconds: float = 900.0
+    shares: tuple[Share, ...] = ()  # quota shares as deployed (none: one queue)
+    shares_text: str = ""  # their text, as deployed
+    default_share: str | None = None  # the share of jobs that name none
+
+    def layout(self, shares_text: str | None = None, shares_deployed: str | None = None):
+        """The capacity in effect: shares set at run time (``shares_text``, unless a
+        deployment changed the shares since: ``shares_deployed`` differs), else the deployed
+        shares, else CAPACITY."""
+        shares = self.shares
+        if shares_text is not None and shares_deployed == self.shares_text:
+            shares = loads_shares(shares_text)  # validated when it was stored
+        if not shares:
+            return Layout(self.capacity)
+        return Layout(total_capacity(shares), shares, self.default_share)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
-        BACKFILL, MIN_RUN_SECONDS and FINISHED_RETENTION_DAYS."""
+        BACKFILL, MIN_RUN_SECONDS, FINISHED_RETENTION_DAYS, SHARES and DEFAULT_SHARE."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
             raise ConfigError("TABLE_NAME is not set")
+        shares_text = env.get("SHARES", "").strip()
+        shares = parse_shares_setting(shares_text)
+        default_share = env.get("DEFAULT_SHARE", "").strip() or None
+        if default_share is not None and default_share not in {s.name for s in shares}:
+            valid = ", ".join(s.name for s in shares) or "no shares are configured"
+            raise ConfigError(f"DEFAULT_SHARE: {default_share!r} is not a share ({valid})")
         return cls(
             table_name=table_name,
-            capacity=parse_capacity(env.get("CAPACITY", "")),
+            capacity=total_capacity(shares) if shares else parse_capacity(env.get("CAPACITY", "")),
+            shares=shares,
+            shares_text=shares_text,
+            default_share=default_share,
             allowed_role_arns=parse_role_arns(env.get("ALLOWED_ROLE_ARNS", "")),
             queue_name=env.get("QUEUE_NAME") or "training-job-queue",
             policy=Policy(
@@ -69,6 +93,28 @@ def parse_capacity(text: str) -> dict[str, int]:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"CAPACITY: {itype} must have a whole number >= 0, got {count!r}")
     return value
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The capacity in effect for one invocation, and the quota shares that make it up."""
+
+    capacity: Mapping[str, int]
+    shares: tuple[Share, ...] = ()
+    default_share: str | None = None
+
+    def share(self, name: str | None) -> Share | None:
+        return next((s for s in self.shares if s.name == name), None)
+
+
+def parse_shares_setting(text: str) -> tuple[Share, ...]:
+    """SHARES: a shares file's JSON, or empty for a single queue."""
+    if not text:
+        return ()
+    try:
+        return loads_shares(text)
+    except SharesError as exc:
+        raise ConfigError(f"SHARES: {exc}") from exc
 
 
 def parse_seconds(variable: str, text: str) -> float:

@@ -104,5 +104,11 @@ def _emit_metrics(service: QueueService) -> None:
         metrics.add_metric(f"InstancesInUse.{itype}", MetricUnit.Count, count)
     if report.queue_depth is not None:
         metrics.add_metric("QueueDepth", MetricUnit.Count, report.queue_depth)
+    for usage in report.share_usage:
+        where = f"{usage.share}.{usage.instance_type}"
+        metrics.add_metric(f"ShareInUse.{where}", MetricUnit.Count, usage.in_use)
+        metrics.add_metric(f"ShareBorrowed.{where}", MetricUnit.Count, usage.borrowed)
+    for share, count in report.waiting_by_share.items():
+        metrics.add_metric(f"ShareWaiting.{share}", MetricUnit.Count, count)
     if metrics.metric_set:
         metrics.flush_metrics()

@@ -85,6 +85,7 @@ class Job:
     failure_reason: str | None = None
     first_started_at: float | None = None
     ended_at: float | None = None
+    share: str | None = None  # its quota share, when the queue has shares
 
     @property
     def max_runtime(self) -> float | None:

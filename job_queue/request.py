@@ -13,6 +13,7 @@ from job_queue.models import Demand
 
 MAX_BODY_BYTES = 256 * 1024
 PRIORITY_TAG = "priority"
+SHARE_TAG = "share"
 MIN_PRIORITY, MAX_PRIORITY = -9999, 9999
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 REQUIRED_FIELDS = (
@@ -33,6 +34,7 @@ class Submission:
     demand: Demand
     request: Mapping
     request_hash: str
+    share: str | None = None  # the ``share`` tag, if any
 
 
 def parse_body(body: str | bytes | None) -> dict:
@@ -93,6 +95,7 @@ def validate_submission(
     return Submission(
         name=job_name,
         priority=priority_of(request.get("Tags")),
+        share=share_of(request.get("Tags")),
         demand=demand,
         request=request,
         request_hash=hashlib.sha256(
@@ -138,6 +141,16 @@ def priority_of(tags: object) -> int:
     if not values:
         return 0
     return parse_priority(values[-1], field="Tags.priority")
+
+
+def share_of(tags: object) -> str | None:
+    """The ``share`` tag's value, if there is one (``priority_of`` has checked the tags)."""
+    values = [t.get("Value") for t in tags or () if t["Key"] == SHARE_TAG]
+    if not values:
+        return None
+    if not isinstance(values[-1], str) or not values[-1]:
+        raise InvalidRequest(f"Tags.share must be a share's name, got {values[-1]!r}")
+    return values[-1]
 
 
 def parse_priority(value: object, field: str = "priority") -> int:

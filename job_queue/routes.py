@@ -11,7 +11,7 @@ from job_queue.request import parse_body
 from job_queue.scheduler import positions
 from job_queue.scheduler.planner import preemption_order
 from job_queue.service import QueueService
-from job_queue.views import active_row, job_detail, waiting_row
+from job_queue.views import active_row, job_detail, shares_view, waiting_row
 
 
 def make_app(service: QueueService) -> APIGatewayRestResolver:
@@ -33,14 +33,29 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
 
     @app.get("/jobs")
     def list_jobs():
-        pool, waiting = service.queue()
+        pool, waiting, layout = service.queue()
         now = service.clock()
         # Active jobs first, highest priority first (the reverse of the preemption order),
         # then the waiting queue in the order jobs will start.
         active = sorted(pool.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, pool.attempt_names[j.name], now) for j in active]
         rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
-        return _json(200, {"jobs": rows, "capacity": dict(service.settings.capacity)})
+        return _json(200, {"jobs": rows, "capacity": dict(layout.capacity)})
+
+    @app.get("/shares")
+    def list_shares():
+        layout, usage, waiting = service.shares()
+        return _json(200, shares_view(layout, usage, waiting))
+
+    @app.put("/shares")
+    def replace_shares():
+        try:
+            value = json.loads(app.current_event.body or "")
+        except ValueError as exc:
+            raise InvalidRequest(f"body is not valid JSON: {exc}") from exc
+        service.set_shares(value)
+        layout, usage, waiting = service.shares()
+        return _json(200, shares_view(layout, usage, waiting))
 
     @app.get("/jobs/<name>")
     def get_job(name: str):

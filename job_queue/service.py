@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from job_queue.config import Settings
-from job_queue.errors import JobConflict, JobNotFound, StaleState
+from job_queue.config import Layout, Settings
+from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, StaleState
 from job_queue.models import Attempt, Job, JobState
-from job_queue.request import parse_priority, validate_submission
+from job_queue.request import Submission, parse_priority, validate_submission
 from job_queue.sagemaker import (
     TAG_JOB,
     TAG_QUEUE,
@@ -26,7 +26,9 @@ from job_queue.sagemaker import (
     attempt_name,
     is_capacity_failure,
 )
-from job_queue.scheduler import Plan, Planner, WaitingJob
+from job_queue.scheduler import Plan, ShareLedger, WaitingJob, make_planner
+from job_queue.scheduler.shares import ShareUsage
+from job_queue.share_config import SharesError, dumps_shares, parse_shares
 from job_queue.store import DynamoJobStore, Pool
 
 logger = Logger(child=True)
@@ -45,6 +47,8 @@ class Report:
     preemptions: int = 0
     instances_in_use: dict[str, int] = field(default_factory=dict)
     queue_depth: int | None = None
+    share_usage: list[ShareUsage] = field(default_factory=list)
+    waiting_by_share: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,9 +85,9 @@ class QueueService:
 
     def submit(self, request: dict) -> Submitted:
         """Queue a CreateTrainingJob request; an identical resubmission returns the job."""
-        submission = validate_submission(
-            request, self.settings.capacity, self.settings.allowed_role_arns
-        )
+        layout = self.layout()
+        submission = validate_submission(request, layout.capacity, self.settings.allowed_role_arns)
+        share = _share_for(submission, layout)
         existing = self.store.get(submission.name)
         if existing is None:
             job = Job(
@@ -95,6 +99,7 @@ class QueueService:
                 submitted_at=self.clock(),
                 request=submission.request,
                 request_hash=submission.request_hash,
+                share=share,
             )
             if self.store.add(job):
                 logger.info("job queued", extra={"job": job.name, "priority": job.priority})
@@ -117,9 +122,48 @@ class QueueService:
     def position(self, job: Job) -> int | None:
         return self.store.position(job) if job.state.is_waiting else None
 
-    def queue(self) -> tuple[Pool, list[WaitingJob]]:
-        """Active jobs and the waiting queue, in queue order."""
-        return self.store.pool(), list(self.store.waiting(list(self.settings.capacity)))
+    def layout(self, pool: Pool | None = None) -> Layout:
+        """The capacity and quota shares in effect (shares set at run time are kept on the
+        pool item)."""
+        pool = pool or self.store.pool()
+        return self.settings.layout(pool.shares_text, pool.shares_deployed)
+
+    def queue(self) -> tuple[Pool, list[WaitingJob], Layout]:
+        """Active jobs, the waiting queue in queue order, and the capacity in effect."""
+        pool = self.store.pool()
+        layout = self.layout(pool)
+        return pool, list(self.store.waiting(list(layout.capacity))), layout
+
+    def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int]]:
+        """The shares in effect, each share's use per instance type, and its waiting jobs."""
+        pool, waiting, layout = self.queue()
+        usage = ShareLedger(layout.shares, pool.jobs).usage()
+        return layout, usage, _count_by_share(waiting)
+
+    def set_shares(self, value: object) -> Layout:
+        """Replace the quota shares without a deployment, then schedule: a lowered limit
+        makes jobs over it reclaimable, a raised one lets waiting jobs start."""
+        try:
+            shares = parse_shares(value)
+        except SharesError as exc:
+            raise InvalidRequest(str(exc)) from exc
+        default = self.settings.default_share
+        if default is not None and default not in {s.name for s in shares}:
+            raise InvalidRequest(
+                f"the default share {default} (DefaultShare) must remain among the shares"
+            )
+        for _ in range(_RETRIES):
+            pool = self.store.pool()
+            try:
+                self.store.set_shares(dumps_shares(shares), self.settings.shares_text, pool.version)
+                break
+            except StaleState:
+                continue
+        else:
+            raise StaleState("the queue kept changing; try again")
+        logger.info("shares changed", extra={"shares": [s.name for s in shares]})
+        self.schedule()
+        return self.layout()
 
     def cancel(self, name: str) -> Job:
         """A pending job leaves the queue; an active one is stopped and ends cancelled."""
@@ -194,7 +238,13 @@ class QueueService:
                 # Another invocation moved it on, or SageMaker refused for now: the next
                 # sweep looks again. One job must not stop the sweep for the others.
                 logger.warning(f"could not check job now: {exc}", extra={"job": active.name})
-        self.report.queue_depth = self.store.depth(list(self.settings.capacity))
+        layout = self.layout(pool)
+        self.report.queue_depth = self.store.depth(list(layout.capacity))
+        if layout.shares:
+            # Per-share waiting counts read the queue (once a minute, for the metric).
+            self.report.waiting_by_share = _count_by_share(
+                list(self.store.waiting(list(layout.capacity)))
+            )
         self.schedule()
 
     def _repair(self, active) -> None:
@@ -241,11 +291,14 @@ class QueueService:
 
     def _plan(self) -> tuple[Pool, Plan]:
         pool = self.store.pool()
-        self._record_usage(pool)
-        planner = Planner(pool.jobs, self.settings.capacity, self.clock(), self.settings.policy)
+        layout = self.layout(pool)
+        self._record_usage(pool, layout)
+        planner = make_planner(
+            pool.jobs, layout.capacity, self.clock(), self.settings.policy, layout.shares
+        )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
-        for waiting in self.store.waiting(list(self.settings.capacity), planner.still_open):
+        for waiting in self.store.waiting(list(layout.capacity), planner.still_open):
             planner.offer(waiting)
             if not planner.open_types:
                 break
@@ -379,12 +432,47 @@ class QueueService:
     def _submitted(self, job: Job, created: bool) -> Submitted:
         return Submitted(job, self.position(job), created)
 
-    def _record_usage(self, pool: Pool) -> None:
-        in_use = dict.fromkeys(self.settings.capacity, 0)
+    def _record_usage(self, pool: Pool, layout: Layout) -> None:
+        in_use = dict.fromkeys(layout.capacity, 0)
         for active in pool.jobs:
             for itype, count in active.demand.items():
                 in_use[itype] = in_use.get(itype, 0) + count
         self.report.instances_in_use = in_use
+        if layout.shares:
+            self.report.share_usage = ShareLedger(layout.shares, pool.jobs).usage()
+
+
+def _share_for(submission: Submission, layout: Layout) -> str | None:
+    """The job's share: its ``share`` tag, else the default share; checked against the
+    shares in effect (None when the queue has no shares)."""
+    if not layout.shares:
+        return None
+    name = submission.share or layout.default_share
+    valid = ", ".join(s.name for s in layout.shares)
+    if name is None:
+        raise InvalidRequest(
+            f"this queue has quota shares: tag the job with share = one of {valid}"
+        )
+    share = layout.share(name)
+    if share is None:
+        raise InvalidRequest(f"share {name!r} does not exist; the shares are {valid}")
+    for itype, count in submission.demand.items():
+        most = share.limit(itype) + share.borrow_cap(itype)
+        if count > most:
+            raise InvalidRequest(
+                f"the job needs {count} x {itype} but share {name} may hold at most "
+                f"{most:g} (limit {share.limit(itype)}, strategy {share.strategy.value}); "
+                "it could never start"
+            )
+    return name
+
+
+def _count_by_share(waiting: list[WaitingJob]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for job in waiting:
+        if job.share is not None:
+            counts[job.share] = counts.get(job.share, 0) + 1
+    return counts
 
 
 def _ended(job: Job, outcome: str, now: float, reason: str | None) -> list[Attempt]:

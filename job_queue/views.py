@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from job_queue.config import Layout
 from job_queue.models import Demand, Job
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.shares import ShareUsage
+from job_queue.share_config import share_to_dict
 
 
 def iso(timestamp: float | None) -> str | None:
@@ -31,6 +34,7 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
+        "share": job.share,
         "position": position,
         **_instances(job.demand),
         "submitted_at": iso(job.submitted_at),
@@ -67,6 +71,7 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
+        "share": job.share,
         "position": None,
         **_instances(job.demand),
         "sagemaker_job_name": sagemaker_job_name,
@@ -80,9 +85,35 @@ def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
+        "share": job.share,
         "position": position,
         **_instances(job.demand),
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
     }
+
+
+def shares_view(layout: Layout, usage: list[ShareUsage], waiting: dict[str, int]) -> dict:
+    """GET /shares: each share's settings and, per instance type, its limit, what its jobs
+    hold, what it borrows and lends; and how many of its jobs wait."""
+    rows = []
+    for share in layout.shares:
+        rows.append(
+            {
+                **share_to_dict(share),
+                "default": share.name == layout.default_share,
+                "waiting": waiting.get(share.name, 0),
+                "instance_types": {
+                    u.instance_type: {
+                        "limit": u.limit,
+                        "in_use": u.in_use,
+                        "borrowed": u.borrowed,
+                        "lent": u.lent,
+                    }
+                    for u in usage
+                    if u.share == share.name
+                },
+            }
+        )
+    return {"shares": rows, "capacity": dict(layout.capacity)}

@@ -63,6 +63,8 @@ class Pool:
     version: int
     jobs: tuple[ActiveJob, ...]
     attempt_names: Mapping[str, str]
+    shares_text: str | None = None  # quota shares set at run time (PUT /shares)
+    shares_deployed: str | None = None  # the deployed shares they replaced
 
 
 def order_key(priority: int, seq: int) -> str:
@@ -125,10 +127,30 @@ class DynamoJobStore:
                     state=JobState(e["state"]),
                     started_at=float(e["started_at"]),
                     max_runtime=_optional_float(e.get("max_runtime")),
+                    share=e.get("share"),
                 )
                 for name, e in sorted(entries.items())
             ),
             attempt_names={name: e["attempt_name"] for name, e in entries.items()},
+            shares_text=pool.get("shares"),
+            shares_deployed=pool.get("shares_deployed"),
+        )
+
+    def set_shares(self, shares_text: str, deployed: str, pool_version: int) -> None:
+        """Replace the quota shares at run time (until a deployment changes ``deployed``).
+        Bumps the pool version: a pass planned with the old shares must plan again."""
+        self._transact(
+            _update(
+                POOL_KEY,
+                "SET shares = :shares, shares_deployed = :deployed, version = :next",
+                "version = :version",
+                {
+                    ":shares": shares_text,
+                    ":deployed": deployed,
+                    ":next": pool_version + 1,
+                    ":version": pool_version,
+                },
+            )
         )
 
     def waiting(
@@ -385,6 +407,7 @@ class DynamoJobStore:
                         submitted_at=float(item.get("submitted_at", 0)),
                         state=JobState(item.get("state", "pending")),
                         max_runtime=_optional_float(item.get("max_runtime")),
+                        share=item.get("share"),
                     ),
                 )
             start_key = result.get("LastEvaluatedKey")
@@ -443,6 +466,7 @@ def _waiting_item(job: Job) -> dict:
         "submitted_at": job.submitted_at,
         "state": job.state.value,
         **({"max_runtime": job.max_runtime} if job.max_runtime is not None else {}),
+        **({"share": job.share} if job.share is not None else {}),
     }
 
 
@@ -455,6 +479,7 @@ def _pool_entry(job: WaitingJob, state: JobState, started_at, attempt_name) -> d
         "started_at": started_at,
         "attempt_name": attempt_name,
         **({"max_runtime": job.max_runtime} if job.max_runtime is not None else {}),
+        **({"share": job.share} if job.share is not None else {}),
     }
 
 
@@ -484,6 +509,7 @@ def _job_to_item(job: Job) -> dict:
         "failure_reason": job.failure_reason,
         "first_started_at": job.first_started_at,
         "ended_at": job.ended_at,
+        "share": job.share,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     return item
@@ -522,6 +548,7 @@ def _job_from_item(item: dict) -> Job:
         failure_reason=item.get("failure_reason"),
         first_started_at=number("first_started_at"),
         ended_at=number("ended_at"),
+        share=item.get("share"),
     )
 
 

@@ -79,6 +79,8 @@ def test_every_route_requires_sigv4(translated):
         ("/jobs/{name}", "get"),
         ("/jobs/{name}", "delete"),
         ("/jobs/{name}/priority", "put"),
+        ("/shares", "get"),
+        ("/shares", "put"),
     }
     for path, ops in paths.items():
         for method, op in ops.items():

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import boto3
@@ -16,7 +16,8 @@ from moto.events.models import EventPattern
 from job_queue.config import Settings
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.sagemaker import state_change_pattern
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.share_config import dumps_shares
 from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
 from tjq.local.sagemaker import LocalSageMaker
@@ -116,14 +117,21 @@ class LocalCloud:
         clock: Callable[[], float] | None = None,
         endpoint_url: str | None = None,
         policy: Policy | None = None,
+        shares: Sequence[Share] = (),
+        default_share: str | None = None,
     ) -> None:
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
         self.clock = clock or SimClock()
         self._endpoint_url = endpoint_url
+        # With quota shares, as in the Lambda, their limits make up the capacity.
+        capacity = total_capacity(shares) if shares else dict(capacity)
         self.settings = Settings(
             table_name=table_name,
-            capacity=dict(capacity),
+            capacity=capacity,
+            shares=tuple(shares),
+            shares_text=dumps_shares(shares) if shares else "",
+            default_share=default_share,
             allowed_role_arns=frozenset(allowed_role_arns),
             queue_name=queue_name,
             policy=policy or Policy(),
@@ -264,11 +272,14 @@ def training_request(
     run_seconds: float | None = None,
     role_arn: str = ROLE_ARN,
     max_runtime: int = 86400,
+    share: str | None = None,
 ) -> dict:
     """A CreateTrainingJob request shaped as the SageMaker Python SDK builds it."""
     tags = []
     if priority is not None:
         tags.append({"Key": "priority", "Value": str(priority)})
+    if share is not None:
+        tags.append({"Key": "share", "Value": share})
     if run_seconds is not None:
         tags.append({"Key": "simulated-run-seconds", "Value": str(run_seconds)})
     request = {

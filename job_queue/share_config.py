@@ -1,0 +1,116 @@
+"""The quota shares file: one JSON format for deployment, ``smq local-api`` and ``smq simulate``.
+
+A JSON list of shares::
+
+    [{"name": "QS1", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND_AND_BORROW",
+      "borrow_limit": 200, "in_share_preemption": true},
+     {"name": "QS2", "capacity": {"ml.g5.xlarge": 1}, "strategy": "LEND",
+      "in_share_preemption": false}]
+
+``borrow_limit`` (percent of the share's own limit per instance type, -1 = unlimited) is
+allowed only for ``LEND_AND_BORROW`` and defaults to -1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from job_queue.scheduler.shares import UNLIMITED, Share, Strategy
+
+SHARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.(?:[0-9]*xlarge|large|medium|small|metal)$")
+_FIELDS = {"name", "capacity", "strategy", "borrow_limit", "in_share_preemption"}
+
+
+class SharesError(ValueError):
+    """The shares are not valid; the message names the share and the field."""
+
+
+def parse_shares(value: object) -> tuple[Share, ...]:
+    """Shares from the decoded JSON of a shares file, validated."""
+    if not isinstance(value, list) or not value:
+        raise SharesError("shares must be a non-empty JSON list of share objects")
+    shares: list[Share] = []
+    for index, item in enumerate(value, start=1):
+        shares.append(_parse_share(item, f"share {index}"))
+    names = [share.name for share in shares]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise SharesError(f"share names must be unique: {', '.join(duplicates)}")
+    if not any(count for share in shares for count in share.capacity.values()):
+        raise SharesError("the shares have no capacity: every limit is 0")
+    return tuple(shares)
+
+
+def loads_shares(text: str) -> tuple[Share, ...]:
+    """Shares from the text of a shares file."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise SharesError(f"shares are not valid JSON: {exc}") from exc
+    return parse_shares(value)
+
+
+def dumps_shares(shares: Sequence[Share]) -> str:
+    """The shares file text for ``shares`` (what :func:`loads_shares` reads back)."""
+    return json.dumps([share_to_dict(share) for share in shares], sort_keys=True)
+
+
+def share_to_dict(share: Share) -> dict:
+    out = {
+        "name": share.name,
+        "capacity": dict(share.capacity),
+        "strategy": share.strategy.value,
+        "in_share_preemption": share.in_share_preemption,
+    }
+    if share.borrows:
+        out["borrow_limit"] = share.borrow_limit
+    return out
+
+
+def _parse_share(item: object, where: str) -> Share:
+    if not isinstance(item, dict):
+        raise SharesError(f"{where} must be an object")
+    name = item.get("name")
+    if not isinstance(name, str) or not SHARE_NAME.match(name):
+        raise SharesError(
+            f"{where}: name must be 1-64 letters, digits, '-', '_' or '.', got {name!r}"
+        )
+    where = f"share {name}"
+    unknown = sorted(set(item) - _FIELDS)
+    if unknown:
+        raise SharesError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    for field in ("capacity", "strategy", "in_share_preemption"):
+        if field not in item:
+            raise SharesError(f"{where}: {field} is required")
+    try:
+        strategy = Strategy(item["strategy"])
+    except ValueError:
+        valid = ", ".join(s.value for s in Strategy)
+        raise SharesError(f"{where}: strategy {item['strategy']!r} is not one of {valid}") from None
+    capacity = item["capacity"]
+    if not isinstance(capacity, dict) or not capacity:
+        raise SharesError(f'{where}: capacity must be an object such as {{"ml.g5.xlarge": 1}}')
+    for itype, count in capacity.items():
+        if not INSTANCE_TYPE.match(itype):
+            raise SharesError(f"{where}: capacity: {itype!r} is not a SageMaker instance type")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise SharesError(
+                f"{where}: capacity: {itype} must be a whole number >= 0, got {count!r}"
+            )
+    borrow_limit = item.get("borrow_limit", UNLIMITED)
+    if "borrow_limit" in item and strategy is not Strategy.LEND_AND_BORROW:
+        raise SharesError(
+            f"{where}: borrow_limit applies only to LEND_AND_BORROW shares, not {strategy.value}"
+        )
+    if isinstance(borrow_limit, bool) or not isinstance(borrow_limit, int) or borrow_limit < -1:
+        raise SharesError(
+            f"{where}: borrow_limit must be a whole percentage >= 0, or -1 for unlimited, "
+            f"got {borrow_limit!r}"
+        )
+    in_share = item["in_share_preemption"]
+    if not isinstance(in_share, bool):
+        raise SharesError(f"{where}: in_share_preemption must be true or false, got {in_share!r}")
+    return Share(name, dict(capacity), strategy, borrow_limit, in_share)
