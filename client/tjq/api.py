@@ -107,9 +107,17 @@ class QueueClient:
     def set_priority(self, name: str, priority: int) -> dict:
         return self._call("PUT", f"/jobs/{quote(name)}/priority", {"priority": priority})["job"]
 
+    def shares(self) -> dict:
+        """GET /shares: the quota shares, their use per instance type, their waiting jobs."""
+        return self._call("GET", "/shares")
+
+    def set_shares(self, shares: list) -> dict:
+        """PUT /shares: replace the quota shares (a shares file's list) without deploying."""
+        return self._call("PUT", "/shares", shares)
+
     # -- HTTP ---------------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+    def _call(self, method: str, path: str, body: dict | list | None = None) -> dict:
         data = json.dumps(body) if body is not None else None
         for attempt in range(self._retries + 1):
             try:

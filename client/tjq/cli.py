@@ -1,10 +1,12 @@
 """`smq`: watch and steer the training-job queue from a shell.
 
-    smq status [--json]              the queue as a table
+    smq status [--share S] [--json]  the queue as a table
+    smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
+    smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
-    smq submit REQUEST.json [--priority N]
+    smq submit REQUEST.json [--priority N] [--share S]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
     smq simulate WORKLOAD.csv --capacity TYPE=N ... [--json] [--plot FILE.png]
 
@@ -37,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _status(args) -> int:
     answer = _client(args).jobs()
+    if args.share:
+        answer["jobs"] = [job for job in answer["jobs"] if job.get("share") == args.share]
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
@@ -45,6 +49,26 @@ def _status(args) -> int:
     print(queue_table(answer["jobs"]))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     print(f"\ncapacity: {capacity}")
+    return 0
+
+
+def _shares(args) -> int:
+    client = _client(args)
+    if args.action == "apply":
+        if not args.file:
+            return _fail("smq shares apply needs a shares file (a JSON list of shares)")
+        answer = client.set_shares(_read_json(args.file))
+    else:
+        answer = client.shares()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    from tjq.table import shares_table
+
+    print(shares_table(answer["shares"]))
+    waiting = ", ".join(f"{s['name']} {s['waiting']}" for s in answer["shares"])
+    if waiting:
+        print(f"\nwaiting: {waiting}")
     return 0
 
 
@@ -61,6 +85,7 @@ def _show(args) -> int:
             "name",
             "state",
             "priority",
+            "share",
             "position",
             "instance_count",
             "instance_type",
@@ -106,9 +131,10 @@ def _priority(args) -> int:
 
 def _submit(args) -> int:
     request = _read_request(args.request)
-    if args.priority is not None:
-        tags = [t for t in request.get("Tags", []) if t.get("Key") != "priority"]
-        request["Tags"] = [*tags, {"Key": "priority", "Value": str(args.priority)}]
+    for key, value in (("priority", args.priority), ("share", args.share)):
+        if value is not None:
+            tags = [t for t in request.get("Tags", []) if t.get("Key") != key]
+            request["Tags"] = [*tags, {"Key": key, "Value": str(value)}]
     answer = _client(args).submit(request)
     job = answer["job"]
     where = f"position {answer['position']}" if answer.get("position") else job["state"]
@@ -126,9 +152,25 @@ def _local_api(args) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     from tjq.local.server import LocalApi
 
+    shares = ()
+    if args.shares:
+        from job_queue.share_config import SharesError, parse_shares
+
+        try:
+            shares = parse_shares(_read_json(args.shares))
+        except SharesError as exc:
+            return _fail(f"{args.shares}: {exc}")
+        if args.default_share and args.default_share not in {s.name for s in shares}:
+            return _fail(f"--default-share {args.default_share} is not a share in {args.shares}")
     capacity = dict(args.capacity or [("ml.p5.48xlarge", 2)])
+    if shares:
+        from job_queue.scheduler import total_capacity
+
+        capacity = total_capacity(shares)
     roles = tuple(args.allowed_role) if args.allowed_role else ()
     local = LocalApi(
+        shares=shares,
+        default_share=args.default_share,
         port=args.port,
         capacity=capacity,
         run_seconds=args.run_seconds,
@@ -218,14 +260,18 @@ def _client(args):
     return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region)
 
 
-def _read_request(path: str) -> dict:
+def _read_json(path: str):
     try:
         with open(path) as file:
-            request = json.load(file)
+            return json.load(file)
     except OSError as exc:
         raise QueueClientError(f"cannot read {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise QueueClientError(f"{path} is not JSON: {exc}") from None
+
+
+def _read_request(path: str) -> dict:
+    request = _read_json(path)
     if not isinstance(request, dict) or "TrainingJobName" not in request:
         raise QueueClientError(
             f"{path} is not a CreateTrainingJob request (a JSON object with TrainingJobName, "
@@ -268,8 +314,15 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     status = commands.add_parser("status", parents=[api], help="the queue as a table")
+    status.add_argument("--share", metavar="S", help="only the jobs of quota share S")
     status.add_argument("--json", action="store_true", help="print the API's JSON")
     status.set_defaults(run=_status)
+
+    shares = commands.add_parser("shares", parents=[api], help="quota shares and their use")
+    shares.add_argument("action", nargs="?", choices=["apply"], help="apply a shares file")
+    shares.add_argument("file", nargs="?", help="with apply: the shares file (JSON list)")
+    shares.add_argument("--json", action="store_true", help="print the API's JSON")
+    shares.set_defaults(run=_shares)
 
     show = commands.add_parser("show", parents=[api], help="one job and its attempts")
     show.add_argument("name")
@@ -288,6 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     submit = commands.add_parser("submit", parents=[api], help="queue a CreateTrainingJob request")
     submit.add_argument("request", help="a JSON file with the CreateTrainingJob request")
     submit.add_argument("--priority", type=int, help="set the job's priority tag")
+    submit.add_argument("--share", help="set the job's share tag (its quota share)")
     submit.set_defaults(run=_submit)
 
     local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
@@ -312,6 +366,10 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a job runs unless its simulated-run-seconds tag says otherwise",
     )
     local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
+    local.add_argument(
+        "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
+    )
+    local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
     local.set_defaults(run=_local_api)
 
     simulate = commands.add_parser(

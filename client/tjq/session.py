@@ -19,6 +19,7 @@ from tjq.api import QueueClient
 from tjq.errors import InvalidJob, JobEnded
 
 PRIORITY_TAG = "priority"
+SHARE_TAG = "share"
 _FINISHED = ("completed", "failed", "cancelled", "stopped")
 
 
@@ -36,6 +37,7 @@ class QueueTrainingJobSession(Session):
                 sagemaker_session=session).fit(wait=False)
 
     A job's priority is its ``priority`` tag; ``priority=`` sets it for jobs without one.
+    Likewise its quota share: the ``share`` tag, or ``share=`` (for queues with shares).
     ``fit(wait=True)`` follows the job through the queue, printing each change, then returns
     as the SDK does for a finished job (raising if it failed). Describing a queued job by its
     name describes its latest SageMaker job (a resumed job runs under a new name).
@@ -46,6 +48,7 @@ class QueueTrainingJobSession(Session):
         api_url: str | None = None,
         *,
         priority: int | None = None,
+        share: str | None = None,
         api_id: str | None = None,
         queue: QueueClient | None = None,
         poll_seconds: float = 10.0,
@@ -53,6 +56,7 @@ class QueueTrainingJobSession(Session):
         **session_kwargs,
     ) -> None:
         self.priority = None if priority is None else _integer_priority(priority, "priority=")
+        self.share = share
         super().__init__(**session_kwargs)
         self.queue = queue or QueueClient.from_environment(
             api_url, api_id=api_id, boto_session=self.boto_session
@@ -70,7 +74,7 @@ class QueueTrainingJobSession(Session):
     def _intercept_create_request(self, request, create, func_name=None):
         if func_name != "train":
             return super()._intercept_create_request(request, create, func_name)
-        request = self._with_priority(request)
+        request = self._with_tags(request)
         answer = self.queue.submit(request)
         name = request["TrainingJobName"]
         self._queued.add(name)
@@ -97,7 +101,7 @@ class QueueTrainingJobSession(Session):
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _with_priority(self, request: dict) -> dict:
+    def _with_tags(self, request: dict) -> dict:
         request = copy.deepcopy(request)
         tags = request.setdefault("Tags", [])
         given = [t for t in tags if t.get("Key") == PRIORITY_TAG]
@@ -105,6 +109,8 @@ class QueueTrainingJobSession(Session):
             _integer_priority(given[-1].get("Value"), "the priority tag")
         elif self.priority is not None:
             tags.append({"Key": PRIORITY_TAG, "Value": str(self.priority)})
+        if self.share is not None and not any(t.get("Key") == SHARE_TAG for t in tags):
+            tags.append({"Key": SHARE_TAG, "Value": self.share})
         if not tags:
             del request["Tags"]
         return request

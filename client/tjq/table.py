@@ -5,17 +5,21 @@ from __future__ import annotations
 from tabulate import tabulate
 
 HEADERS = ("Job Name", "State", "Priority", "Position", "Instances", "Time", "SageMaker job")
+SHARE_HEADERS = ("Share", "Strategy", "Instance type", "Limit", "In use", "Borrowed", "Lent")
 
 
 def queue_table(jobs: list[dict]) -> str:
-    """Rows of GET /jobs as a table: active jobs first, then the queue in start order."""
+    """Rows of GET /jobs as a table: active jobs first, then the queue in start order.
+    A Share column appears when jobs belong to quota shares."""
     if not jobs:
         return "(the queue is empty)"
+    with_share = any(job.get("share") for job in jobs)
     rows = [
         (
             job["name"],
             job["state"],
             job["priority"],
+            *((job.get("share") or "",) if with_share else ()),
             job.get("position") or "",
             f"{job['instance_count']} x {job['instance_type']}",
             _time(job),
@@ -23,7 +27,27 @@ def queue_table(jobs: list[dict]) -> str:
         )
         for job in jobs
     ]
-    return tabulate(rows, headers=HEADERS, disable_numparse=True)
+    headers = (*HEADERS[:3], "Share", *HEADERS[3:]) if with_share else HEADERS
+    return tabulate(rows, headers=headers, disable_numparse=True)
+
+
+def shares_table(shares: list[dict]) -> str:
+    """Rows of GET /shares: per share and instance type, what it may hold and holds."""
+    if not shares:
+        return "(no quota shares: one queue)"
+    rows = []
+    for share in shares:
+        label = share["name"] + (" (default)" if share.get("default") else "")
+        strategy = share["strategy"]
+        if share.get("borrow_limit") is not None:
+            limit = share["borrow_limit"]
+            strategy += " (unlimited)" if limit == -1 else f" ({limit}%)"
+        for itype, use in share["instance_types"].items():
+            rows.append(
+                (label, strategy, itype, use["limit"], use["in_use"], use["borrowed"], use["lent"])
+            )
+            label, strategy = "", ""
+    return tabulate(rows, headers=SHARE_HEADERS, disable_numparse=True)
 
 
 def _time(job: dict) -> str:

@@ -48,6 +48,8 @@ class LocalApi:
         stop_seconds: float = 5.0,
         sweep_seconds: float = 60.0,
         host: str = "127.0.0.1",
+        shares: tuple = (),
+        default_share: str | None = None,
     ) -> None:
         self.host = host
         self._port = port
@@ -56,6 +58,8 @@ class LocalApi:
         self._run_seconds = run_seconds
         self._stop_seconds = stop_seconds
         self._sweep_seconds = sweep_seconds
+        self._shares = shares
+        self._default_share = default_share
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._servers: list[ThreadingHTTPServer] = []
@@ -84,6 +88,8 @@ class LocalApi:
             stop_seconds=self._stop_seconds,
             clock=time.time,
             endpoint_url=self.aws_url,
+            shares=self._shares,
+            default_share=self._default_share,
         ).__enter__()
         api = self._serve(self._port, _api_handler(self.cloud))
         sagemaker = self._serve(0, _sagemaker_handler(self.cloud, self.aws_url))

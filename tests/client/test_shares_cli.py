@@ -1,0 +1,137 @@
+"""Quota shares from the user's side: `smq shares`, `smq status --share`, `smq submit --share`,
+`smq shares apply`, and `QueueTrainingJobSession(share=...)`, against a local API with shares."""
+
+import json
+import logging
+import os
+
+import pytest
+from tjq.api import QueueClient
+from tjq.cli import main
+from tjq.local.cloud import ROLE_ARN, training_request
+from tjq.local.server import LocalApi
+
+from job_queue.scheduler import Share, Strategy
+from job_queue.share_config import share_to_dict
+
+G5 = "ml.g5.xlarge"
+SHARES = (
+    Share("QS1", {G5: 1}, Strategy.LEND_AND_BORROW, borrow_limit=200, in_share_preemption=True),
+    Share("QS2", {G5: 1}, Strategy.LEND),
+    Share("QS3", {G5: 1}, Strategy.RESERVE),
+)
+
+
+@pytest.fixture(scope="module")
+def shared_api():
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    previous = os.environ.get("POWERTOOLS_METRICS_DISABLED")
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
+    try:
+        with LocalApi(shares=SHARES, run_seconds=600, stop_seconds=0.2) as local:
+            yield local
+    finally:
+        if previous is None:
+            del os.environ["POWERTOOLS_METRICS_DISABLED"]
+        else:
+            os.environ["POWERTOOLS_METRICS_DISABLED"] = previous
+
+
+@pytest.fixture
+def env(shared_api, monkeypatch):
+    for name, value in shared_api.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    yield QueueClient.from_environment()
+    client = QueueClient.from_environment()
+    for job in client.jobs()["jobs"]:
+        client.cancel(job["name"])
+    client.set_shares([share_to_dict(s) for s in SHARES])
+
+
+def smq(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_shares_shows_limit_use_borrowing_and_lending(capsys, env):
+    env.submit(training_request("team-a-1", 2, instance_type=G5, share="QS1"))
+    env.submit(training_request("team-a-2", 1, instance_type=G5, share="QS1"))
+    code, out, _ = smq(capsys, "shares")
+    assert code == 0
+    lines = {line.split()[0]: line.split() for line in out.splitlines()[2:5]}
+    # Share, strategy (borrow limit), type, limit, in use, borrowed, lent
+    assert lines["QS1"][-4:] == ["1", "2", "1", "0"]
+    assert lines["QS2"][-4:] == ["1", "0", "0", "1"]
+    assert lines["QS3"][-4:] == ["1", "0", "0", "0"]
+    assert "LEND_AND_BORROW (200%)" in out
+    code, out, _ = smq(capsys, "shares", "--json")
+    assert {s["name"]: s["waiting"] for s in json.loads(out)["shares"]} == {
+        "QS1": 0,
+        "QS2": 0,
+        "QS3": 0,
+    }
+
+
+def test_submit_with_a_share_and_status_by_share(capsys, env, tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request("team-c-1", 1, instance_type=G5)))
+    code, out, _ = smq(capsys, "submit", str(path), "--share", "QS3")
+    assert code == 0, out
+    env.submit(training_request("team-b-1", 1, instance_type=G5, share="QS2"))
+    code, out, _ = smq(capsys, "status", "--share", "QS3")
+    assert code == 0
+    assert "team-c-1" in out and "team-b-1" not in out
+    assert out.splitlines()[0].split()[:5] == ["Job", "Name", "State", "Priority", "Share"]
+    code, out, _ = smq(capsys, "show", "team-c-1")
+    assert "share" in out and "QS3" in out
+
+
+def test_a_job_without_a_share_is_refused_naming_the_shares(capsys, env, tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request("nameless", 1, instance_type=G5)))
+    code, out, err = smq(capsys, "submit", str(path))
+    assert code == 1 and out == ""
+    assert "QS1, QS2, QS3" in err and "(HTTP 400)" in err
+
+
+def test_shares_apply_changes_the_layout_and_refuses_a_bad_file(capsys, env, tmp_path):
+    layout = [share_to_dict(s) for s in SHARES]
+    layout[2]["capacity"] = {G5: 2}
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(layout))
+    layout[0]["strategy"] = "BORROW"
+    bad.write_text(json.dumps(layout))
+    code, out, _ = smq(capsys, "shares", "apply", str(good))
+    assert code == 0 and "QS3" in out
+    assert env.jobs()["capacity"] == {G5: 4}
+    code, out, err = smq(capsys, "shares", "apply", str(bad))
+    assert code == 1 and "strategy 'BORROW' is not one of" in err
+    assert env.jobs()["capacity"] == {G5: 4}
+
+
+def test_local_api_refuses_a_bad_shares_file(capsys, tmp_path):
+    path = tmp_path / "shares.json"
+    path.write_text(json.dumps([{"name": "X", "capacity": {G5: 1}, "strategy": "LEND"}]))
+    code, _, err = smq(capsys, "local-api", "--shares", str(path))
+    assert code == 1 and "share X: in_share_preemption is required" in err
+
+
+def test_session_share_tags_jobs_without_one(env, tmp_path):
+    from sagemaker.pytorch import PyTorch
+    from tjq import QueueTrainingJobSession
+
+    (tmp_path / "train.py").write_text("print('training')\n")
+    session = QueueTrainingJobSession(share="QS2", out=lambda _: None)
+    PyTorch(
+        entry_point="train.py",
+        source_dir=str(tmp_path),
+        role=ROLE_ARN,
+        instance_type=G5,
+        instance_count=1,
+        framework_version="2.3",
+        py_version="py311",
+        sagemaker_session=session,
+    ).fit(wait=False, job_name="from-a-notebook")
+    assert env.job("from-a-notebook")["share"] == "QS2"
