@@ -8,7 +8,7 @@
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N] [--share S]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
-    smq simulate WORKLOAD.csv --capacity TYPE=N ... [--json] [--plot FILE.png]
+    smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -207,13 +207,26 @@ def _simulate(args) -> int:
     from tjq.simulate.workload import WorkloadError, read_workload
 
     capacity = dict(args.capacity or [])
+    shares = ()
+    if args.shares:
+        if capacity:
+            return _fail("give --shares or --capacity, not both: the shares make the capacity")
+        from job_queue.scheduler import total_capacity
+        from job_queue.share_config import SharesError, parse_shares
+
+        try:
+            shares = parse_shares(_read_json(args.shares))
+        except SharesError as exc:
+            return _fail(f"{args.shares}: {exc}")
+        capacity = total_capacity(shares)
     if not capacity:
         return _fail("--capacity TYPE=N is required (for example --capacity ml.p5.48xlarge=2)")
     try:
-        jobs = read_workload(args.workload, capacity)
+        jobs = read_workload(args.workload, capacity, shares)
     except WorkloadError as exc:
         return _fail(f"{args.workload}: {exc}")
     settings = SimSettings(
+        shares=shares,
         capacity=capacity,
         stop_latency=args.stop_latency,
         start_latency=args.start_latency,
@@ -417,6 +430,11 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         metavar="S",
         help="seconds a job runs before it may be preempted (the MinRunSeconds setting)",
+    )
+    simulate.add_argument(
+        "--shares",
+        metavar="FILE",
+        help="quota shares file (instead of --capacity); jobs name theirs in the share column",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")

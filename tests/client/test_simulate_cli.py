@@ -133,3 +133,52 @@ def test_negative_latency_is_a_usage_error(capsys, workload):
     with pytest.raises(SystemExit) as exited:
         main(["simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--stop-latency", "-1"])
     assert exited.value.code == 2
+
+
+SHARES_FILE = [
+    {
+        "name": "QS1",
+        "capacity": {"ml.g5.xlarge": 1},
+        "strategy": "LEND_AND_BORROW",
+        "borrow_limit": 200,
+        "in_share_preemption": True,
+    },
+    {
+        "name": "QS2",
+        "capacity": {"ml.g5.xlarge": 1},
+        "strategy": "LEND",
+        "in_share_preemption": False,
+    },
+]
+SHARED_WORKLOAD = """name,submit_s,duration_s,priority,instance_type,instance_count,share
+a,0,100,1,ml.g5.xlarge,1,QS1
+b,0,100,1,ml.g5.xlarge,1,QS1
+c,50,100,1,ml.g5.xlarge,1,QS2
+"""
+
+
+def test_shares_file_replaces_capacity_and_reports_per_share(capsys, tmp_path):
+    shares, workload = tmp_path / "shares.json", tmp_path / "w.csv"
+    shares.write_text(json.dumps(SHARES_FILE))
+    workload.write_text(SHARED_WORKLOAD)
+    code, out, _ = smq(capsys, "simulate", str(workload), "--shares", str(shares), "--json")
+    assert code == 0
+    answer = json.loads(out)
+    jobs = {j["name"]: j for j in answer["jobs"]}
+    assert jobs["b"]["preemptions"] == 1  # borrowed QS2's instance, reclaimed by c
+    assert set(answer["metrics"]["by_share"]) == {"QS1", "QS2"}
+    code, out, _ = smq(capsys, "simulate", str(workload), "--shares", str(shares))
+    assert code == 0 and "Use of own limit" in out and out.startswith("3 jobs on 2 x ml.g5")
+
+
+def test_shares_and_capacity_together_or_a_bad_shares_file_are_refused(capsys, tmp_path):
+    shares, workload = tmp_path / "shares.json", tmp_path / "w.csv"
+    workload.write_text(SHARED_WORKLOAD)
+    shares.write_text(json.dumps(SHARES_FILE))
+    code, _, err = smq(
+        capsys, "simulate", str(workload), "--shares", str(shares), "--capacity", "ml.g5.xlarge=2"
+    )
+    assert code == 1 and "not both" in err
+    shares.write_text(json.dumps([{**SHARES_FILE[1], "borrow_limit": 10}]))
+    code, _, err = smq(capsys, "simulate", str(workload), "--shares", str(shares))
+    assert code == 1 and "borrow_limit applies only to LEND_AND_BORROW shares" in err

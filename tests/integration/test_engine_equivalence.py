@@ -7,7 +7,9 @@ from tjq.simulate.engine import SimSettings, simulate
 from tjq.simulate.handler_engine import decisions_through_handler, sorted_decisions
 from tjq.simulate.workload import parse_workload
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, Strategy, total_capacity
+
+G5 = "ml.g5.xlarge"
 
 BLOG = """name,submit_s,duration_s,priority,instance_type,instance_count
 job1,0,600,1,ml.p5.48xlarge,1
@@ -73,3 +75,33 @@ def test_both_engines_backfill_alike():
     # would not, so it waits for its turn after gang-b.
     assert started["short-c"] == 20 and started["too-long-d"] > started["gang-b"]
     assert set(states.values()) == {"completed"}
+
+
+SHARED = """name,submit_s,duration_s,priority,instance_type,instance_count,share
+qs1-high,0,600,3,ml.g5.xlarge,1,QS1
+qs1-med,0,600,2,ml.g5.xlarge,1,QS1
+qs1-low,0,600,1,ml.g5.xlarge,1,QS1
+qs2-one,100,300,1,ml.g5.xlarge,1,QS2
+qs1-urgent,150,200,4,ml.g5.xlarge,1,QS1
+qs3-gang,200,400,0,ml.g5.xlarge,2,QS3
+qs2-two,250,100,2,ml.g5.xlarge,1,QS2
+"""
+
+
+def test_both_engines_share_lend_reclaim_and_preempt_alike():
+    shares = (
+        Share("QS1", {G5: 1}, Strategy.LEND_AND_BORROW, 200, in_share_preemption=True),
+        Share("QS2", {G5: 1}, Strategy.LEND),
+        Share("QS3", {G5: 2}, Strategy.RESERVE),
+    )
+    capacity = total_capacity(shares)
+    jobs = parse_workload(io.StringIO(SHARED), capacity, shares)
+    settings = SimSettings(capacity, stop_latency=40.0, start_latency=10.0, shares=shares)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    preempted = {d.job for d in real if d.action == "preempt"}
+    assert {"qs1-med", "qs1-high"} <= preempted  # a reclaim, then in-share preemption

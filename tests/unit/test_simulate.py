@@ -8,7 +8,7 @@ from tjq.simulate.engine import SimSettings, simulate
 from tjq.simulate.metrics import percentile, report
 from tjq.simulate.workload import WorkloadError, parse_workload
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, Strategy
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
@@ -158,3 +158,48 @@ BAD = [
 def test_bad_workload_names_the_line_and_column(text, message):
     with pytest.raises(WorkloadError, match=re.escape(message)):
         parse_workload(io.StringIO(text), {P5: 2})
+
+
+SHARES = (
+    Share("QS1", {G5: 1}, Strategy.LEND_AND_BORROW, 200, in_share_preemption=True),
+    Share("QS2", {G5: 1}, Strategy.LEND),
+    Share("QS3", {G5: 1}, Strategy.RESERVE),
+)
+SHARED = """high,0,600,3,ml.g5.xlarge,1,QS1
+med,0,600,2,ml.g5.xlarge,1,QS1
+low,0,600,1,ml.g5.xlarge,1,QS1
+qs2,100,600,1,ml.g5.xlarge,1,QS2"""
+
+
+def test_shares_borrow_reclaim_and_report_per_share():
+    jobs = parse_workload(io.StringIO(f"{HEADER},share\n{SHARED}"), {G5: 3}, SHARES)
+    answer = report(simulate(jobs, SimSettings({G5: 3}, stop_latency=30, shares=SHARES)))
+    got = by_name(answer)
+    # med borrows QS2's instance at 0 and is reclaimed at 100 (stop until 130); it resumes
+    # when high ends at 600, from zero: 600 to 1200. low waits for QS1 or lent capacity.
+    assert (got["med"]["first_start_s"], got["med"]["end_s"]) == (0, 1200)
+    assert got["med"]["lost_instance_s"] == 100 + 30
+    assert (got["qs2"]["first_start_s"], got["qs2"]["end_s"]) == (130, 730)
+    assert got["low"]["first_start_s"] == 730  # QS2's instance, lent again once qs2 ends
+    by_share = answer["metrics"]["by_share"]
+    assert by_share["QS3"] == {
+        "jobs": 0,
+        "wait_s": {"mean": 0.0, "p95": 0.0, "max": 0.0},
+        "utilization": 0.0,
+    }
+    assert by_share["QS2"]["wait_s"]["max"] == 30
+    # QS1 held 600 + 130 + 600 + 600 instance-seconds on its own limit of 1 over 1330 s.
+    assert by_share["QS1"]["utilization"] == round(1930 / 1330, 6)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("a,0,10,1,ml.g5.xlarge,1,", "line 2, column share: the replay has shares"),
+        ("a,0,10,1,ml.g5.xlarge,1,QS9", "line 2, column share: 'QS9' is not one of QS1"),
+        ("a,0,10,1,ml.g5.xlarge,2,QS3", "line 2, column instance_count: 2 x ml.g5.xlarge is more"),
+    ],
+)
+def test_bad_share_column_names_the_line(row, message):
+    with pytest.raises(WorkloadError, match=re.escape(message)):
+        parse_workload(io.StringIO(f"{HEADER},share\n{row}"), {G5: 3}, SHARES)

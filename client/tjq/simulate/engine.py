@@ -21,9 +21,10 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
+from job_queue.scheduler import ActiveJob, Plan, Policy, Share, WaitingJob, plan, queue_order
 from tjq.simulate.workload import WorkloadJob
 
 # At equal times, attempts end, then jobs arrive, then protections end.
@@ -32,10 +33,11 @@ _ENDED, _SUBMITTED, _UNPROTECTED = 0, 1, 2
 
 @dataclass(frozen=True)
 class SimSettings:
-    capacity: Mapping[str, int]
+    capacity: Mapping[str, int]  # with shares: their sum (see total_capacity)
     stop_latency: float = 0.0
     start_latency: float = 0.0
     policy: Policy = field(default_factory=Policy)
+    shares: tuple[Share, ...] = ()
 
 
 @dataclass
@@ -85,22 +87,23 @@ class SimResult:
 Decide = Callable[[list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], float, Policy], Plan]
 
 
-def queue_decision(active, waiting, capacity, now, policy) -> Plan:
+def queue_decision(active, waiting, capacity, now, policy, shares=()) -> Plan:
     """The queue's own pass: the Lambda's planner, reading the queue only as far as needed."""
-    return plan(waiting, active, capacity, now, policy)
+    return plan(waiting, active, capacity, now, policy, shares)
 
 
 def simulate(
     jobs: Sequence[WorkloadJob],
     settings: SimSettings,
     progress: Callable[[int, int], None] | None = None,
-    decide: Decide = queue_decision,
+    decide: Decide | None = None,
 ) -> SimResult:
     """Replay ``jobs`` (submission order breaks ties of submit time and priority).
 
-    ``decide`` is the scheduling pass; the default is the queue's own, the baselines of the
-    benchmark pass theirs.
+    ``decide`` is the scheduling pass; the default is the queue's own (with the settings'
+    quota shares), the baselines of the benchmark pass theirs.
     """
+    decide = decide or partial(queue_decision, shares=settings.shares)
     return _Replay(jobs, settings, progress, decide).run()
 
 
@@ -128,6 +131,7 @@ class _Replay:
                 job.demand,
                 submitted_at=job.submit_s,
                 max_runtime=job.max_runtime_s,
+                share=job.share if settings.shares else None,
             )
             for i, job in enumerate(jobs)
         ]
@@ -280,6 +284,7 @@ class _Replay:
             state,
             attempt.start,
             max_runtime=spec.max_runtime_s,
+            share=spec.share if self.settings.shares else None,
         )
 
     def _account_idle(self, start: float, end: float) -> None:

@@ -22,7 +22,10 @@ def decisions_through_handler(
     """Starts and preemptions (seconds since the first submission) and each job's end state."""
     specs = {job.name: job for job in jobs}
     cloud = LocalCloud(
-        capacity=dict(settings.capacity), stop_seconds=settings.stop_latency, policy=settings.policy
+        capacity=dict(settings.capacity),
+        stop_seconds=settings.stop_latency,
+        policy=settings.policy,
+        shares=settings.shares,
     )
     with cloud:
         start = cloud.clock()
@@ -55,6 +58,7 @@ def decisions_through_handler(
                 job.priority,
                 instance_type=job.instance_type,
                 instance_count=job.instance_count,
+                share=job.share if settings.shares else None,
             )
             limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}
             request["StoppingCondition"] = limit

@@ -59,6 +59,7 @@ def report(result: SimResult) -> dict:
                 "jct_s": jct,
                 "preemptions": job.preemptions,
                 "lost_instance_s": round(job.lost_instance_s, 3),
+                **({"share": spec.share} if result.settings.shares else {}),
             }
         )
         held += sum((a.end - a.start) * spec.instance_count for a in job.attempts if a.end)
@@ -74,21 +75,47 @@ def report(result: SimResult) -> dict:
     for row, job in zip(jobs, result.jobs, strict=True):
         if row["wait_s"] is not None:
             by_priority.setdefault(job.spec.priority, []).append(row["wait_s"])
-    return {
-        "jobs": jobs,
-        "metrics": {
-            "jobs": len(jobs),
-            "makespan_s": last - first,
-            "utilization": round(held / available, 6) if available else 0.0,
-            "goodput": round(useful / available, 6) if available else 0.0,
-            "idle_while_waiting_instance_s": round(result.idle_while_waiting_instance_s, 3),
-            "preemptions": sum(j["preemptions"] for j in jobs),
-            "lost_instance_s": round(lost, 3),
-            "wait_s": _summary(waits),
-            "jct_s": _summary(jcts),
-            "wait_s_by_priority": {
-                str(priority): _summary(values, ("mean", "p95", "max"))
-                for priority, values in sorted(by_priority.items(), reverse=True)
-            },
+    metrics = {
+        "jobs": len(jobs),
+        "makespan_s": last - first,
+        "utilization": round(held / available, 6) if available else 0.0,
+        "goodput": round(useful / available, 6) if available else 0.0,
+        "idle_while_waiting_instance_s": round(result.idle_while_waiting_instance_s, 3),
+        "preemptions": sum(j["preemptions"] for j in jobs),
+        "lost_instance_s": round(lost, 3),
+        "wait_s": _summary(waits),
+        "jct_s": _summary(jcts),
+        "wait_s_by_priority": {
+            str(priority): _summary(values, ("mean", "p95", "max"))
+            for priority, values in sorted(by_priority.items(), reverse=True)
         },
     }
+    if result.settings.shares:
+        metrics["by_share"] = _by_share(result, jobs, last - first)
+    return {"jobs": jobs, "metrics": metrics}
+
+
+def _by_share(result: SimResult, rows: list[dict], span: float) -> dict:
+    """Per share: jobs, waits, and utilization = instance-seconds its jobs held / its own
+    limit's instance-seconds (above 1 when it borrowed more than it lent)."""
+    out = {}
+    for share in result.settings.shares:
+        mine = [
+            (row, job)
+            for row, job in zip(rows, result.jobs, strict=True)
+            if job.spec.share == share.name
+        ]
+        held = sum(
+            (a.end - a.start) * job.spec.instance_count
+            for _, job in mine
+            for a in job.attempts
+            if a.end
+        )
+        own = sum(share.capacity.values()) * span
+        waits = [row["wait_s"] for row, _ in mine if row["wait_s"] is not None]
+        out[share.name] = {
+            "jobs": len(mine),
+            "wait_s": _summary(waits, ("mean", "p95", "max")),
+            "utilization": round(held / own, 6) if own else None,
+        }
+    return out

@@ -34,4 +34,17 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
             rows, headers=("Priority", "Mean wait", "p95 wait", "Max wait"), disable_numparse=True
         )
     )
+    if "by_share" in m:
+        shares = [
+            (
+                name,
+                share["jobs"],
+                duration(share["wait_s"]["mean"]),
+                duration(share["wait_s"]["p95"]),
+                "" if share["utilization"] is None else f"{share['utilization']:.1%}",
+            )
+            for name, share in m["by_share"].items()
+        ]
+        headers = ("Share", "Jobs", "Mean wait", "p95 wait", "Use of own limit")
+        lines += ["", tabulate(shares, headers=headers, disable_numparse=True)]
     return "\n".join(lines)

@@ -7,16 +7,19 @@ Optional: ``share,max_runtime_s,checkpoint_s``.
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
   long fails;
 * ``checkpoint_s`` — checkpoint interval; empty or 0: a preempted job restarts from zero,
-  otherwise it resumes from its last checkpoint.
+  otherwise it resumes from its last checkpoint;
+* ``share`` — the job's quota share, when the replay has shares (ignored otherwise).
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from job_queue.scheduler import Share
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
 OPTIONAL = ("share", "max_runtime_s", "checkpoint_s")
@@ -43,16 +46,20 @@ class WorkloadJob:
         return {self.instance_type: self.instance_count}
 
 
-def read_workload(path: str | Path, capacity: Mapping[str, int]) -> list[WorkloadJob]:
-    """The jobs of a workload file, checked against ``capacity``."""
+def read_workload(
+    path: str | Path, capacity: Mapping[str, int], shares: Sequence[Share] = ()
+) -> list[WorkloadJob]:
+    """The jobs of a workload file, checked against ``capacity`` (and ``shares``)."""
     try:
         with open(path, newline="") as file:
-            return parse_workload(file, capacity)
+            return parse_workload(file, capacity, shares)
     except OSError as exc:
         raise WorkloadError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def parse_workload(lines: Iterable[str], capacity: Mapping[str, int]) -> list[WorkloadJob]:
+def parse_workload(
+    lines: Iterable[str], capacity: Mapping[str, int], shares: Sequence[Share] = ()
+) -> list[WorkloadJob]:
     """Parse CSV text; raises WorkloadError naming the first bad line and column."""
     reader = csv.DictReader(lines)
     if reader.fieldnames is None:
@@ -69,6 +76,8 @@ def parse_workload(lines: Iterable[str], capacity: Mapping[str, int]) -> list[Wo
     seen: dict[str, int] = {}
     for line, row in enumerate(reader, start=2):
         job = _job(row, line, capacity)
+        if shares:
+            _check_share(job, line, shares)
         if job.name in seen:
             raise WorkloadError(
                 f"line {line}, column name: {job.name!r} is already used on line {seen[job.name]}"
@@ -149,6 +158,21 @@ def _job(row: dict, line: int, capacity: Mapping[str, int]) -> WorkloadJob:
         max_runtime_s=max_runtime or None,
         checkpoint_s=checkpoint or None,
     )
+
+
+def _check_share(job: WorkloadJob, line: int, shares: Sequence[Share]) -> None:
+    names = ", ".join(share.name for share in shares)
+    share = next((s for s in shares if s.name == job.share), None)
+    if job.share is None:
+        raise WorkloadError(f"line {line}, column share: the replay has shares ({names})")
+    if share is None:
+        raise WorkloadError(f"line {line}, column share: {job.share!r} is not one of {names}")
+    most = share.limit(job.instance_type) + share.borrow_cap(job.instance_type)
+    if job.instance_count > most:
+        raise WorkloadError(
+            f"line {line}, column instance_count: {job.instance_count} x {job.instance_type} "
+            f"is more than share {share.name} may ever hold ({most:g})"
+        )
 
 
 def _plain(value) -> str:
