@@ -12,6 +12,7 @@ import argparse
 import json
 import logging
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -28,10 +29,10 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 from tabulate import tabulate
 from tjq.simulate.baselines import blog_decision, fifo, unprioritised
 from tjq.simulate.engine import SimSettings, simulate
-from tjq.simulate.metrics import report
+from tjq.simulate.metrics import percentile, report
 from tjq.simulate.workload import read_workload
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, Strategy
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -121,6 +122,107 @@ def quality_table(results: dict) -> str:
 
 def _h(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h"
+
+
+# -- quota shares ---------------------------------------------------------------------------
+
+# Three teams share ITP's 20 instances. Each job is given to a team by a seeded draw (40% /
+# 40% / 20%) among the teams whose own limit can hold it, so every layout can run every job.
+TEAMS = {"vision": 8, "language": 8, "research": 4}
+TEAM_WEIGHTS = {"vision": 4, "language": 4, "research": 2}
+
+
+def team_shares(strategy: Strategy) -> tuple[Share, ...]:
+    return tuple(
+        Share(name, {"ml.p5.48xlarge": limit}, strategy, in_share_preemption=True)
+        for name, limit in TEAMS.items()
+    )
+
+
+def with_teams(jobs):
+    draw = random.Random(20261129)
+    out = []
+    for job in jobs:
+        teams = [t for t, limit in TEAMS.items() if job.instance_count <= limit]
+        team = draw.choices(teams, weights=[TEAM_WEIGHTS[t] for t in teams])[0]
+        out.append(replace(job, share=team))
+    return out
+
+
+def shares_comparison() -> dict:
+    index = json.loads((HERE / "workloads" / "workloads.json").read_text())
+    meta = index["itp-cluster03"]
+    jobs = with_teams(read_workload(HERE / "workloads" / "itp-cluster03.csv", meta["capacity"]))
+    layouts = {
+        "one queue (no shares)": (),
+        "RESERVE (no lending)": team_shares(Strategy.RESERVE),
+        "LEND_AND_BORROW (unlimited)": team_shares(Strategy.LEND_AND_BORROW),
+    }
+    results = {}
+    for label, shares in layouts.items():
+        settings = SimSettings(
+            meta["capacity"], stop_latency=STOP_LATENCY, start_latency=START_LATENCY, shares=shares
+        )
+        answer = report(simulate(jobs, settings))
+        metrics = answer["metrics"]
+        per_team = {}
+        for team in TEAMS:
+            rows = [row for row, job in zip(answer["jobs"], jobs, strict=True) if job.share == team]
+            waits = [row["wait_s"] for row in rows if row["wait_s"] is not None]
+            per_team[team] = {
+                "jobs": len(rows),
+                "mean_wait_s": statistics.fmean(waits) if waits else 0.0,
+                "p95_wait_s": percentile(waits, 95),
+                "use_of_own_limit": (metrics.get("by_share") or {})
+                .get(team, {})
+                .get("utilization"),
+            }
+        results[label] = {
+            "utilization": metrics["utilization"],
+            "preemptions": metrics["preemptions"],
+            "mean_jct_s": metrics["jct_s"]["mean"],
+            "teams": per_team,
+        }
+    return results
+
+
+def shares_table(results: dict) -> str:
+    pool = ", ".join(f"{team} {limit}" for team, limit in TEAMS.items())
+    rows = []
+    for label, run in results.items():
+        for n, (team, t) in enumerate(run["teams"].items()):
+            use = t["use_of_own_limit"]
+            rows.append(
+                (
+                    label if n == 0 else "",
+                    f"{run['utilization']:.1%}" if n == 0 else "",
+                    run["preemptions"] if n == 0 else "",
+                    team,
+                    t["jobs"],
+                    _h(t["mean_wait_s"]),
+                    _h(t["p95_wait_s"]),
+                    "" if use is None else f"{use:.0%}",
+                )
+            )
+    table = tabulate(
+        rows,
+        tablefmt="github",
+        headers=(
+            "layout",
+            "utilization",
+            "preemptions",
+            "team",
+            "jobs",
+            "mean wait",
+            "p95 wait",
+            "use of own limit",
+        ),
+        disable_numparse=True,
+    )
+    return (
+        f"itp-cluster03 on 20 x ml.p5.48xlarge split into three team shares ({pool}); "
+        f"stop {STOP_LATENCY:g}s, start {START_LATENCY:g}s\n\n{table}"
+    )
 
 
 # -- cost per scheduling pass --------------------------------------------------------------
@@ -356,6 +458,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     sections = [
         ("quality", "Schedule quality", quality, quality_table),
+        ("shares", "Quota shares", shares_comparison, shares_table),
         (
             "cost",
             "Cost per scheduling pass",
