@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from job_queue.errors import InvalidRequest, QueueError
 from job_queue.request import parse_body
 from job_queue.scheduler import positions
-from job_queue.scheduler.planner import preemption_order
+from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
 from job_queue.views import active_row, job_detail, shares_view, waiting_row
 

@@ -1,14 +1,9 @@
 """Pure scheduling core: decisions over plain data, no I/O, no clock."""
 
-from job_queue.scheduler.planner import (
-    Planner,
-    choose_victims,
-    make_planner,
-    plan,
-    positions,
-    queue_order,
-)
-from job_queue.scheduler.shares import Share, ShareLedger, SharePlanner, Strategy, total_capacity
+from job_queue.scheduler.order import preemption_order, queue_order
+from job_queue.scheduler.planner import Planner, choose_victims, make_planner, plan, positions
+from job_queue.scheduler.share_planner import SharePlanner
+from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
 
 __all__ = [
@@ -26,6 +21,7 @@ __all__ = [
     "make_planner",
     "plan",
     "positions",
+    "preemption_order",
     "queue_order",
     "total_capacity",
 ]

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from job_queue.models import Demand, JobState
+from job_queue.scheduler.order import preemption_order
+from job_queue.scheduler.share_planner import SharePlanner
+from job_queue.scheduler.shares import Share
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
-
-if TYPE_CHECKING:
-    from job_queue.scheduler.shares import Share, SharePlanner
 
 DEFAULT_POLICY = Policy()
 
@@ -241,8 +240,6 @@ def make_planner(
 ) -> Planner | SharePlanner:
     """The single queue's :class:`Planner`, or with quota shares a ``SharePlanner``."""
     if shares:
-        from job_queue.scheduler.shares import SharePlanner
-
         return SharePlanner(active, shares, now, policy)
     return Planner(active, capacity, now, policy)
 
@@ -264,17 +261,6 @@ def positions(waiting: Iterable[WaitingJob]) -> list[int]:
         else:
             multi_type.append(types)
     return result
-
-
-def queue_order(job: WaitingJob) -> tuple[int, int]:
-    """Sort key of the queue: higher priority first, then first submitted first."""
-    return (-job.priority, job.seq)
-
-
-def preemption_order(job: ActiveJob) -> tuple[int, float, int]:
-    """Sort key of preemption candidates: lowest priority, then most recently started
-    (then the later submitted, for jobs started in the same pass)."""
-    return (job.priority, -job.started_at, -job.seq)
 
 
 def choose_victims(

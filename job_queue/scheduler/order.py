@@ -1,0 +1,16 @@
+"""The two orders of the scheduler: the queue's, and that of preemption candidates."""
+
+from __future__ import annotations
+
+from job_queue.scheduler.snapshot import ActiveJob, WaitingJob
+
+
+def queue_order(job: WaitingJob) -> tuple[int, int]:
+    """Sort key of the queue: higher priority first, then first submitted first."""
+    return (-job.priority, job.seq)
+
+
+def preemption_order(job: ActiveJob) -> tuple[int, float, int]:
+    """Sort key of preemption candidates: lowest priority, then most recently started
+    (then the later submitted, for jobs started in the same pass)."""
+    return (job.priority, -job.started_at, -job.seq)

@@ -1,0 +1,271 @@
+"""The scheduling pass with quota shares.
+
+Rules of a pass (:class:`SharePlanner`), in queue order (priority, then submission):
+
+1. A job first uses its share's own idle capacity (its limit minus what its jobs hold,
+   unless that idle capacity is lent out).
+2. If its share's idle capacity is lent out and the job fits within its share's limit, it
+   **reclaims**: jobs running on borrowed capacity are preempted, lowest priority first, then
+   the most recently started, only as many as it needs — whatever their priority.
+3. A ``LEND_AND_BORROW`` job that could borrow idle lent capacity does so, but only after
+   every job has had its own share's capacity in this pass, so that a borrower never takes
+   what a lender's own job could use (and never starts a reclaim-borrow loop).
+4. Otherwise, with ``in_share_preemption`` on, it may preempt strictly lower-priority running
+   jobs of its own share (the single queue's rule, within the share).
+5. Otherwise it waits, and later jobs of its share and instance types wait behind it (FIFO
+   within a share). Jobs of other shares go on.
+
+A job started by reclaiming runs within its share's limit, so it is never on borrowed
+capacity and can never be reclaimed by the job it displaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from job_queue.models import Demand, JobState
+from job_queue.scheduler.order import preemption_order
+from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
+from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+
+
+class SharePlanner:
+    """The scheduling pass with quota shares; the same interface as :class:`Planner`.
+
+    Example::
+
+        planner = SharePlanner(active, shares, now=now)
+        for job in waiting_in_queue_order:
+            planner.offer(job)
+        plan = planner.plan()
+    """
+
+    def __init__(
+        self,
+        active: Iterable[ActiveJob],
+        shares: Sequence[Share],
+        now: float,
+        policy: Policy,
+    ) -> None:
+        active = list(active)
+        self._now = now
+        self._policy = policy
+        self._shares = {share.name: share for share in shares}
+        self._capacity = total_capacity(shares)
+        # Physical instances: free now, and held by stopping jobs (free once they stop).
+        self._free = dict(self._capacity)
+        self._releasing = dict.fromkeys(self._capacity, 0)
+        for job in active:
+            for itype, count in job.demand.items():
+                if itype in self._free:
+                    self._free[itype] -= count
+                    if job.state.is_stopping:
+                        self._releasing[itype] += count
+        self._free = {itype: max(0, n) for itype, n in self._free.items()}
+        # Shares are counted as they will be once the stops under way finish, so that the
+        # job a stop was for finds its room again next pass and waits for the stop instead
+        # of preempting more.
+        self._ledger = ShareLedger(shares, (a for a in active if not a.state.is_stopping))
+        self._candidates = sorted(
+            (
+                job
+                for job in active
+                if job.state is JobState.RUNNING and job.started_at <= now - policy.min_run_s
+            ),
+            key=preemption_order,
+        )
+        self._held: set[tuple[str, str]] = set()  # (share, type): closed to own capacity
+        self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow (rule 3)
+        self._collected: dict[tuple[str, str], int] = {}
+        self._borrowers: list[WaitingJob] = []  # in queue order
+        self._starts: list[WaitingJob] = []
+        self._preemptions: list[Preemption] = []
+
+    @property
+    def open_types(self) -> frozenset[str]:
+        """Instance types for which some share could still take a later job."""
+        return frozenset(
+            itype
+            for itype in self._capacity
+            if any(
+                (name, itype) not in self._held or (name, itype) in self._collecting
+                for name in self._shares
+            )
+        )
+
+    def still_open(self) -> frozenset[str]:
+        return self.open_types
+
+    def offer(self, job: WaitingJob) -> None:
+        """Decide for the next waiting job in queue order (rules 1, 2, 4 and 5; a job that
+        may borrow is put aside for rule 3)."""
+        share = self._shares.get(job.share) if job.share is not None else None
+        if job.not_before > self._now or share is None:
+            return  # backing off, or its share no longer exists: it cannot start
+        if any(itype not in self._capacity for itype in job.demand):
+            return
+        keys = [(share.name, itype) for itype in job.demand]
+        if any(key in self._held for key in keys):
+            if all(key in self._collecting for key in keys):
+                self._collect(job, keys)
+            else:
+                self._held.update(keys)
+                self._collecting.difference_update(keys)
+            return
+        if self._ledger.grant(share, job.demand, borrow=False) and self._covered(share, job.demand):
+            self._admit(job, share, ())
+            return
+        victims = self._reclaim(job, share) if self._policy.preemption else None
+        if victims is not None:
+            self._admit(job, share, victims)
+            return
+        self._held.update(keys)
+        if self._ledger.grant(share, job.demand, borrow=True) and self._covered(share, job.demand):
+            # It may borrow, but only after every share's own jobs have had their capacity.
+            self._collecting.update(keys)
+            self._collect(job, keys)
+            return
+        victims = self._preempt_in_share(job, share)
+        if victims is not None:
+            self._held.difference_update(keys)
+            self._admit(job, share, victims)
+
+    def plan(self) -> Plan:
+        """Rule 3: the jobs put aside to borrow, in queue order (a share's first job that
+        cannot borrow after all may still preempt within its share, rule 4, or holds back the
+        share's later jobs)."""
+        closed: set[tuple[str, str]] = set()
+        for job in self._borrowers:
+            share = self._shares[job.share]
+            keys = [(share.name, itype) for itype in job.demand]
+            if any(key in closed for key in keys):
+                continue
+            if self._ledger.grant(share, job.demand, borrow=True) and self._covered(
+                share, job.demand
+            ):
+                self._admit(job, share, ())
+                continue
+            victims = self._preempt_in_share(job, share)
+            if victims is not None:
+                self._admit(job, share, victims)
+            else:
+                closed.update(keys)
+        return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
+
+    def _collect(self, job: WaitingJob, keys: list[tuple[str, str]]) -> None:
+        self._borrowers.append(job)
+        for key in keys:
+            self._collected[key] = self._collected.get(key, 0) + job.demand[key[1]]
+            if self._collected[key] > self._ledger.lendable(key[1]):
+                self._collecting.discard(key)  # later jobs of the share could not borrow
+
+    # -- preemption ----------------------------------------------------------------------
+
+    def _reclaim(self, job: WaitingJob, share: Share) -> tuple[ActiveJob, ...] | None:
+        """Jobs on borrowed capacity to stop so that ``job`` gets its share's own capacity."""
+        if not self._ledger.fits_own(share, job.demand):
+            return None
+
+        def on_borrowed(ledger: ShareLedger, candidate: ActiveJob) -> bool:
+            return candidate.share != share.name and any(
+                ledger.borrowed(candidate.share, itype) > 0 and itype in job.demand
+                for itype in candidate.demand
+            )
+
+        return self._choose(job, share, on_borrowed)
+
+    def _preempt_in_share(self, job: WaitingJob, share: Share) -> tuple[ActiveJob, ...] | None:
+        if not (self._policy.preemption and share.in_share_preemption):
+            return None
+
+        def lower_in_share(ledger: ShareLedger, candidate: ActiveJob) -> bool:
+            return (
+                candidate.share == share.name
+                and candidate.priority < job.priority
+                and any(itype in job.demand for itype in candidate.demand)
+            )
+
+        return self._choose(job, share, lower_in_share)
+
+    def _choose(self, job: WaitingJob, share: Share, eligible) -> tuple[ActiveJob, ...] | None:
+        """The fewest eligible candidates, in preemption order, whose stop lets ``job`` take
+        its demand from its own share; victims that turn out unnecessary are released."""
+        ledger = self._ledger.copy()
+        chosen: list[ActiveJob] = []
+        for candidate in self._candidates:
+            if self._fits(ledger, share, job.demand, chosen):
+                break
+            if eligible(ledger, candidate):
+                chosen.append(candidate)
+                ledger.give_back(candidate.share, candidate.demand)
+        if not chosen or not self._fits(ledger, share, job.demand, chosen):
+            return None
+        for candidate in reversed(list(chosen)):
+            ledger.take(candidate.share, candidate.demand)
+            remaining = [c for c in chosen if c is not candidate]
+            if self._fits(ledger, share, job.demand, remaining):
+                chosen = remaining
+            else:
+                ledger.give_back(candidate.share, candidate.demand)
+        return tuple(chosen)
+
+    def _fits(self, ledger: ShareLedger, share: Share, demand: Demand, victims) -> bool:
+        releasing = dict(self._releasing)
+        for victim in victims:
+            for itype, count in victim.demand.items():
+                if itype in releasing:
+                    releasing[itype] += count
+        return ledger.grant(share, demand, borrow=False) and self._covered(
+            share, demand, releasing, ledger
+        )
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def _covered(
+        self,
+        share: Share,
+        demand: Demand,
+        releasing: Mapping[str, int] | None = None,
+        ledger: ShareLedger | None = None,
+    ) -> bool:
+        """Enough instances are free, or about to free, once the idle capacity of RESERVE
+        shares (other than the job's own) is set aside."""
+        releasing = self._releasing if releasing is None else releasing
+        return all(
+            count <= self._free[t] + releasing[t] - self._reserved(share, t, ledger)
+            for t, count in demand.items()
+        )
+
+    def _reserved(self, share: Share, itype: str, ledger: ShareLedger | None = None) -> int:
+        ledger = ledger or self._ledger
+        return sum(
+            ledger.idle(name, itype)
+            for name, other in self._shares.items()
+            if other.strategy is Strategy.RESERVE and name != share.name
+        )
+
+    def _admit(self, job: WaitingJob, share: Share, victims: Sequence[ActiveJob]) -> None:
+        """Stop the victims, then start the job — at once if the instances are free, else
+        once the stops finish (it takes them now so that no later job does)."""
+        for victim in victims:
+            self._candidates.remove(victim)
+            self._ledger.give_back(victim.share, victim.demand)
+            for itype, count in victim.demand.items():
+                if itype in self._releasing:
+                    self._releasing[itype] += count
+            reason = (
+                f"reclaimed for {job.name} of share {share.name}"
+                if victim.share != share.name
+                else f"preempted by {job.name} (priority {job.priority} > {victim.priority})"
+            )
+            self._preemptions.append(Preemption(victim, job.name, reason))
+        starts_now = all(
+            count <= self._free[t] - self._reserved(share, t) for t, count in job.demand.items()
+        )
+        self._ledger.take(share.name, job.demand)
+        for itype, count in job.demand.items():
+            from_free = min(self._free[itype], count)
+            self._free[itype] -= from_free
+            self._releasing[itype] -= min(self._releasing[itype], count - from_free)
+        if starts_now:
+            self._starts.append(job)
