@@ -2,6 +2,10 @@
 
 import json
 
+from tjq.local.cloud import training_request
+
+from job_queue.scheduler import Share, Strategy
+from tests.conftest import P5
 from tests.integration.helpers import submit
 
 
@@ -38,3 +42,24 @@ def test_metrics_report_starts_preemptions_usage_and_wait(cloud, capsys):
     assert high_start, "high waited 60 s for low's stop"
     depth = [r["QueueDepth"] for r in metrics if "QueueDepth" in r]
     assert depth == [[1.0]]  # low, preempted, waits
+
+
+def test_metrics_per_share_in_use_borrowed_and_waiting(make_cloud, capsys):
+    shares = (
+        Share("team-a", {P5: 1}, Strategy.LEND_AND_BORROW),
+        Share("team-b", {P5: 1}, Strategy.LEND),
+    )
+    cloud = make_cloud({}, shares=shares)
+    for name in ("a1", "a2", "a3"):
+        status, body = cloud.api(
+            "POST", "/add-job", training_request(name, 1, share="team-a", run_seconds=3600)
+        )
+        assert status == 201, body
+    capsys.readouterr()
+    cloud.sweep()
+    metrics = [r for r in _records(capsys.readouterr().out) if "_aws" in r]
+    values = {k: v for r in metrics for k, v in r.items() if k.startswith("Share")}
+    assert values[f"ShareInUse.team-a.{P5}"] == [2.0]
+    assert values[f"ShareBorrowed.team-a.{P5}"] == [1.0]
+    assert values[f"ShareInUse.team-b.{P5}"] == [0.0]
+    assert values["ShareWaiting.team-a"] == [1.0]

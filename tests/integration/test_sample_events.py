@@ -43,3 +43,11 @@ def test_state_change_samples_settle_the_job(cloud):
 def test_samples_use_an_allowed_role():
     body = json.loads(json.loads((EVENTS / "api-add-job.json").read_text())["body"])
     assert body["RoleArn"] == ROLE_ARN
+
+
+def test_share_samples_replace_and_list_the_shares(cloud):
+    replaced = _invoke(cloud, "api-replace-shares.json")
+    assert replaced["statusCode"] == 200, replaced["body"]
+    listed = json.loads(_invoke(cloud, "api-list-shares.json")["body"])
+    assert [s["name"] for s in listed["shares"]] == ["vision", "language"]
+    assert listed["capacity"] == {"ml.p5.48xlarge": 2}

@@ -12,7 +12,9 @@ from cfnlint.decode import decode_str
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
+from job_queue.config import Settings
 from job_queue.sagemaker import TAG_QUEUE, state_change_pattern
+from job_queue.scheduler import Policy
 from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -147,6 +149,29 @@ def test_lambda_runtime(template):
     assert props["Architectures"] == ["arm64"]
     assert props["Handler"] == "job_queue.handler.lambda_handler"
     assert "ReservedConcurrentExecutions" not in props  # overlapping invocations are safe
+
+
+def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template):
+    variables = template["Resources"]["QueueFunction"]["Properties"]["Environment"]["Variables"]
+    parameters = template["Parameters"]
+    settings = {
+        "PREEMPTION": "Preemption",
+        "BACKFILL": "Backfill",
+        "MIN_RUN_SECONDS": "MinRunSeconds",
+        "SHARES": "Shares",
+        "DEFAULT_SHARE": "DefaultShare",
+        "FINISHED_RETENTION_DAYS": "FinishedRetentionDays",
+    }
+    for variable, parameter in settings.items():
+        assert variables[variable] == {"Ref": parameter}
+    env = {variable: str(parameters[p]["Default"]) for variable, p in settings.items()}
+    env.update(
+        TABLE_NAME="queue",
+        CAPACITY=parameters["Capacity"]["Default"],
+        ALLOWED_ROLE_ARNS="arn:aws:iam::123456789012:role/Train",
+    )
+    defaults = Settings.from_environment(env)
+    assert defaults.shares == () and defaults.policy == Policy()
 
 
 def test_table_matches_what_the_store_uses(template):

@@ -1,0 +1,104 @@
+"""The shares file: what it accepts, and every mistake refused with the share and field named."""
+
+import json
+import re
+
+import pytest
+
+from job_queue.config import ConfigError, Settings
+from job_queue.scheduler import Share, Strategy
+from job_queue.share_config import SharesError, dumps_shares, loads_shares, parse_shares
+
+G5 = "ml.g5.xlarge"
+
+
+def share(**fields):
+    base = {"name": "A", "capacity": {G5: 1}, "strategy": "LEND", "in_share_preemption": False}
+    return {**base, **fields}
+
+
+def test_a_shares_file_reads_and_writes_back():
+    text = json.dumps(
+        [
+            share(name="A", strategy="LEND_AND_BORROW", borrow_limit=200, in_share_preemption=True),
+            share(name="B", strategy="RESERVE", capacity={G5: 2, "ml.p5.48xlarge": 1}),
+        ]
+    )
+    shares = loads_shares(text)
+    assert shares == (
+        Share("A", {G5: 1}, Strategy.LEND_AND_BORROW, 200, True),
+        Share("B", {G5: 2, "ml.p5.48xlarge": 1}, Strategy.RESERVE, -1, False),
+    )
+    assert loads_shares(dumps_shares(shares)) == shares
+
+
+def test_borrow_limit_defaults_to_unlimited():
+    (only,) = parse_shares([share(strategy="LEND_AND_BORROW")])
+    assert only.borrow_limit == -1 and only.borrow_cap(G5) == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([], "non-empty JSON list"),
+        ({"name": "A"}, "non-empty JSON list"),
+        (["A"], "share 1 must be an object"),
+        ([share(name="")], "share 1: name must be 1-64"),
+        ([share(strategy="SHARE")], "share A: strategy 'SHARE' is not one of RESERVE, LEND"),
+        ([share(capacity={G5: -1})], "share A: capacity: ml.g5.xlarge must be a whole number >= 0"),
+        ([share(capacity={G5: 1.5})], "ml.g5.xlarge must be a whole number"),
+        ([share(capacity={"p5": 1})], "share A: capacity: 'p5' is not a SageMaker instance type"),
+        ([share(capacity={})], "share A: capacity must be an object"),
+        (
+            [share(borrow_limit=100)],
+            "borrow_limit applies only to LEND_AND_BORROW shares, not LEND",
+        ),
+        ([share(strategy="RESERVE", borrow_limit=-1)], "not RESERVE"),
+        ([share(strategy="LEND_AND_BORROW", borrow_limit=-2)], "borrow_limit must be a whole"),
+        ([share(in_share_preemption="yes")], "in_share_preemption must be true or false"),
+        ([{k: v for k, v in share().items() if k != "strategy"}], "share A: strategy is required"),
+        ([share(weight=3)], "share A: unknown field(s) weight"),
+        ([share(), share()], "share names must be unique: A"),
+        ([share(capacity={G5: 0})], "the shares have no capacity"),
+    ],
+)
+def test_bad_shares_are_refused_naming_the_problem(value, message):
+    with pytest.raises(SharesError, match=re.escape(message)):
+        parse_shares(value)
+
+
+ENV = {"TABLE_NAME": "q", "ALLOWED_ROLE_ARNS": "arn:aws:iam::123456789012:role/Train"}
+TWO = json.dumps([share(name="A", capacity={G5: 2}), share(name="B", capacity={G5: 1})])
+
+
+def test_deployed_shares_make_the_capacity():
+    settings = Settings.from_environment({**ENV, "SHARES": TWO, "DEFAULT_SHARE": "B"})
+    assert settings.capacity == {G5: 3}
+    assert settings.layout().default_share == "B"
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"SHARES": "[{]"}, "SHARES: shares are not valid JSON"),
+        ({"SHARES": json.dumps([share(strategy="X")])}, "SHARES: share A: strategy"),
+        ({"SHARES": TWO, "DEFAULT_SHARE": "C"}, "DEFAULT_SHARE: 'C' is not a share"),
+        ({"CAPACITY": '{"ml.g5.xlarge": 1}', "DEFAULT_SHARE": "A"}, "no shares are configured"),
+    ],
+)
+def test_bad_share_settings_name_the_variable(env, named):
+    with pytest.raises(ConfigError, match=named):
+        Settings.from_environment({**ENV, **env})
+
+
+def test_shares_applied_at_run_time_last_until_a_deployment_changes_them():
+    deployed = Settings.from_environment({**ENV, "SHARES": TWO})
+    applied = dumps_shares(parse_shares([share(name="A", capacity={G5: 5})]))
+    # Applied with PUT /shares on top of what was deployed: in effect.
+    assert deployed.layout(applied, TWO).capacity == {G5: 5}
+    # A deployment with other shares since: the deployed ones win again.
+    redeployed = Settings.from_environment({**ENV, "SHARES": TWO.replace('"A"', '"Z"')})
+    assert [s.name for s in redeployed.layout(applied, TWO).shares] == ["Z", "B"]
+    # No shares at all: the single queue.
+    single = Settings.from_environment({**ENV, "CAPACITY": '{"ml.g5.xlarge": 1}'})
+    assert single.layout().shares == () and single.layout().capacity == {G5: 1}
