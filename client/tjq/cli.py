@@ -3,6 +3,7 @@
     smq status [--share S] [--json]  the queue as a table
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
+    smq shares check SHARES.json     validate a shares file (before deploying it)
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
@@ -53,13 +54,22 @@ def _status(args) -> int:
 
 
 def _shares(args) -> int:
+    if args.action and not args.file:
+        return _fail(f"smq shares {args.action} needs a shares file (a JSON list of shares)")
+    if args.action == "check":
+        from job_queue.scheduler import total_capacity
+        from job_queue.share_config import SharesError, parse_shares
+
+        try:
+            shares = parse_shares(_read_json(args.file))
+        except SharesError as exc:
+            return _fail(f"{args.file}: {exc}")
+        capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items())
+        print(f"{args.file}: {len(shares)} shares, capacity {capacity}")
+        return 0
     client = _client(args)
-    if args.action == "apply":
-        if not args.file:
-            return _fail("smq shares apply needs a shares file (a JSON list of shares)")
-        answer = client.set_shares(_read_json(args.file))
-    else:
-        answer = client.shares()
+    apply = args.action == "apply"
+    answer = client.set_shares(_read_json(args.file)) if apply else client.shares()
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
@@ -332,8 +342,10 @@ def _parser() -> argparse.ArgumentParser:
     status.set_defaults(run=_status)
 
     shares = commands.add_parser("shares", parents=[api], help="quota shares and their use")
-    shares.add_argument("action", nargs="?", choices=["apply"], help="apply a shares file")
-    shares.add_argument("file", nargs="?", help="with apply: the shares file (JSON list)")
+    shares.add_argument(
+        "action", nargs="?", choices=["apply", "check"], help="apply, or only check, a file"
+    )
+    shares.add_argument("file", nargs="?", help="the shares file (a JSON list of shares)")
     shares.add_argument("--json", action="store_true", help="print the API's JSON")
     shares.set_defaults(run=_shares)
 

@@ -161,7 +161,8 @@ def _integer_priority(value, what: str) -> int:
 def _describe_state(job: dict, position: int | None) -> str:
     state = job["state"]
     if state in ("pending", "preempted"):
-        return f"queued at position {position} (priority {job['priority']})"
+        share = f", share {job['share']}" if job.get("share") else ""
+        return f"queued at position {position} (priority {job['priority']}{share})"
     if state in ("starting", "running"):
         return f"started as SageMaker job {job['sagemaker_job_name']}"
     return state

@@ -178,15 +178,16 @@ class DynamoJobStore:
 
     def position(self, job: Job) -> int:
         """1-based place of a waiting job: 1 + the waiting jobs ahead of it that need one of
-        its instance types (as :func:`job_queue.scheduler.positions` counts)."""
+        its instance types, of its share if it has one (as
+        :func:`job_queue.scheduler.positions` counts)."""
         key = order_key(job.priority, job.seq)
-        ahead = sum(self._count_before(f"WAITING#{t}", key) for t in job.demand)
+        ahead = sum(self._count_before(f"WAITING#{t}", key, share=job.share) for t in job.demand)
         # Jobs needing several types are few; read them and keep those that compete.
         multi = self._read_partition(f"WAITING#{MULTI_TYPE}", lambda: True)
         for sort_key, other in multi:
             if sort_key >= key:
                 break
-            ahead += bool(set(other.demand) & set(job.demand))
+            ahead += other.share == job.share and bool(set(other.demand) & set(job.demand))
         return ahead + 1
 
     def depth(self, instance_types: list[str]) -> int:
@@ -415,16 +416,24 @@ class DynamoJobStore:
                 return
             page = min(page * 2, _MAX_PAGE)
 
-    def _count_before(self, partition: str, key: str, consistent: bool = True) -> int:
+    def _count_before(
+        self, partition: str, key: str, consistent: bool = True, share: str | None = None
+    ) -> int:
         count, start_key = 0, None
+        values = {":pk": partition, ":key": key}
         while True:
             params = {
                 "TableName": self._table,
                 "KeyConditionExpression": "pk = :pk AND sk < :key",
-                "ExpressionAttributeValues": _ser({":pk": partition, ":key": key}),
                 "Select": "COUNT",
                 "ConsistentRead": consistent,
             }
+            if share is not None:
+                # Counted after reading: the read cost is that of every job ahead.
+                params["FilterExpression"] = "#share = :share"
+                params["ExpressionAttributeNames"] = {"#share": "share"}
+                values[":share"] = share
+            params["ExpressionAttributeValues"] = _ser(values)
             if start_key:
                 params["ExclusiveStartKey"] = start_key
             result = self._db.query(**params)

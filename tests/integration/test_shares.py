@@ -194,3 +194,26 @@ def test_bad_shares_are_refused_and_change_nothing(shared, layout, message):
     assert status == 400 and message in body["message"]
     status, body = shared.api("GET", "/shares")
     assert [s["name"] for s in body["shares"]] == ["QS1", "QS2", "QS3"]
+
+
+def test_positions_count_the_jobs_ahead_in_the_same_share(shared):
+    cloud = shared
+    submit(cloud, "a1", 1, "QS1")
+    submit(cloud, "a2", 1, "QS1")  # borrows QS2's instance
+    submit(cloud, "c1", 1, "QS3")
+    assert submit(cloud, "a3", 1, "QS1")["position"] == 1
+    assert submit(cloud, "c2", 1, "QS3")["position"] == 1
+    assert submit(cloud, "a4", 1, "QS1")["position"] == 2
+    listed = {row["name"]: row["position"] for row in cloud.jobs() if row["position"]}
+    assert listed == {"a3": 1, "c2": 1, "a4": 2}
+
+
+def test_a_reclaimed_job_keeps_its_place_in_its_share(shared):
+    cloud = shared
+    submit(cloud, "a1", 5, "QS1")
+    submit(cloud, "a2", 3, "QS1")  # borrows QS2's instance
+    submit(cloud, "a3", 3, "QS1")  # waits: nothing left to borrow
+    submit(cloud, "b1", 0, "QS2")  # reclaims from a2
+    cloud.advance(60)
+    listed = {row["name"]: row["position"] for row in cloud.jobs() if row["position"]}
+    assert listed == {"a2": 1, "a3": 2}  # a2 was submitted before a3
