@@ -37,7 +37,7 @@ def layouts(draw) -> tuple[Share, ...]:
 def workloads(draw, shares: tuple[Share, ...]) -> list[WorkloadJob]:
     capacity = total_capacity(shares)
     jobs = []
-    for i in range(draw(st.integers(1, 25))):
+    for i in range(draw(st.integers(1, 40))):
         share = draw(st.sampled_from(shares))
         possible = [
             t
@@ -135,7 +135,7 @@ def _as_active(starts):
     ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(data=st.data(), stop=st.sampled_from([0.0, 30.0]), preemption=st.booleans())
 def test_shares_keep_their_promises_on_random_workloads(data, stop, preemption):
     shares = data.draw(layouts())
