@@ -217,3 +217,10 @@ def test_a_reclaimed_job_keeps_its_place_in_its_share(shared):
     cloud.advance(60)
     listed = {row["name"]: row["position"] for row in cloud.jobs() if row["position"]}
     assert listed == {"a2": 1, "a3": 2}  # a2 was submitted before a3
+
+
+def test_without_shares_the_queue_ignores_share_tags_and_lists_no_shares(cloud):
+    request = training_request("tagged", 1, share="anything")
+    status, body = cloud.api("POST", "/add-job", request)
+    assert status == 201 and body["job"]["share"] is None
+    assert cloud.api("GET", "/shares") == (200, {"shares": [], "capacity": {"ml.p5.48xlarge": 2}})
