@@ -132,7 +132,8 @@ class QueueService:
         """Active jobs, the waiting queue in queue order, and the capacity in effect."""
         pool = self.store.pool()
         layout = self.layout(pool)
-        return pool, list(self.store.waiting(list(layout.capacity))), layout
+        partitions = [None, *(s.name for s in layout.shares)]
+        return pool, list(self.store.waiting(list(layout.capacity), shares=partitions)), layout
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int]]:
         """The shares in effect, each share's use per instance type, and its waiting jobs."""
@@ -240,11 +241,12 @@ class QueueService:
                 logger.warning(f"could not check job now: {exc}", extra={"job": active.name})
         layout = self.layout(pool)
         self.report.queue_depth = self.store.depth(list(layout.capacity))
-        if layout.shares:
-            # Per-share waiting counts read the queue (once a minute, for the metric).
-            self.report.waiting_by_share = _count_by_share(
-                list(self.store.waiting(list(layout.capacity)))
+        for share in layout.shares:
+            self.report.waiting_by_share[share.name] = self.store.depth(
+                list(layout.capacity), share.name
             )
+        if layout.shares:
+            self.report.queue_depth += sum(self.report.waiting_by_share.values())
         self.schedule()
 
     def _repair(self, active) -> None:
@@ -298,7 +300,8 @@ class QueueService:
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
-        for waiting in self.store.waiting(list(layout.capacity), planner.still_open):
+        partitions = [s.name for s in layout.shares] or [None]
+        for waiting in self.store.waiting(list(layout.capacity), planner.is_open, partitions):
             planner.offer(waiting)
             if not planner.open_types:
                 break

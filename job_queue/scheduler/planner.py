@@ -97,9 +97,11 @@ class Planner:
             and (itype not in self._reserved or (window_left and self._free[itype] > 0))
         )
 
-    def still_open(self) -> frozenset[str]:
-        """``open_types`` as a callable, for readers that pull the queue lazily."""
-        return self.open_types
+    def is_open(self, itype: str, share: str | None = None) -> bool:
+        """Whether a waiting partition of ``itype`` (``*``: jobs needing several types) is
+        still worth reading, for readers that pull the queue lazily."""
+        still_open = self.open_types
+        return bool(still_open) if itype == "*" else itype in still_open
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""

@@ -83,18 +83,44 @@ class SharePlanner:
 
     @property
     def open_types(self) -> frozenset[str]:
-        """Instance types for which some share could still take a later job."""
+        """Instance types for which some share could still take a later job: the caller
+        stops reading a type's queue once none could."""
         return frozenset(
             itype
             for itype in self._capacity
             if any(
-                (name, itype) not in self._held or (name, itype) in self._collecting
-                for name in self._shares
+                (name, itype) in self._collecting
+                or ((name, itype) not in self._held and self._may_take(share, itype))
+                for name, share in self._shares.items()
             )
         )
 
-    def still_open(self) -> frozenset[str]:
-        return self.open_types
+    def _may_take(self, share: Share, itype: str) -> bool:
+        """Whether a job of ``share`` could still get ``itype`` in this pass: from its own
+        limit (free or lent out), by borrowing, or by preempting within the share."""
+        ledger = self._ledger
+        if ledger.idle(share.name, itype) > 0:
+            return True
+        if share.borrows and ledger.lendable(itype) > 0:
+            return share.borrow_cap(itype) > ledger.borrowed(share.name, itype)
+        return (
+            self._policy.preemption
+            and share.in_share_preemption
+            and ledger.in_use(share.name, itype) > 0
+        )
+
+    def is_open(self, itype: str, share: str | None) -> bool:
+        """Whether the waiting partition of ``itype`` (``*``: jobs needing several types)
+        and ``share`` is still worth reading: a job of it could still start."""
+        known = self._shares.get(share) if share is not None else None
+        if known is None:
+            return False  # jobs without a (current) share do not start
+        types = self._capacity if itype == "*" else (itype,) if itype in self._capacity else ()
+        return any(
+            (share, t) in self._collecting
+            or ((share, t) not in self._held and self._may_take(known, t))
+            for t in types
+        )
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order (rules 1, 2, 4 and 5; a job that

@@ -4,9 +4,10 @@ Items (``pk`` / ``sk``):
 
 * ``JOB#<name>`` / ``JOB`` — a job: its request, state, priority and attempt history.
 * ``WAITING#<instance type>`` / ``<order key>`` — one entry per waiting job, in a partition
-  per instance type (``WAITING#*`` for jobs that need several types). The sort key orders
-  it: priority high to low, then submission order. A strongly consistent Query reads a
-  queue in order without a Scan, and only as far as the scheduler needs.
+  per instance type (``WAITING#*`` for jobs that need several types), and with quota shares
+  per share too (``WAITING#<instance type>#<share>``). The sort key orders it: priority
+  high to low, then submission order. A strongly consistent Query reads a queue in order
+  without a Scan, and only as far as the scheduler needs.
 * ``POOL`` / ``POOL`` — the jobs that hold instances, with a version number. Every change
   of what holds capacity is a transaction that includes this item. Changes a stale plan
   could misuse (claiming instances, preempting, a new priority) check and bump the version,
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -72,8 +73,10 @@ def order_key(priority: int, seq: int) -> str:
     return f"{MAX_PRIORITY - priority:05d}#{seq:012d}"
 
 
-def queue_partition(demand: Demand) -> str:
-    return f"WAITING#{next(iter(demand)) if len(demand) == 1 else MULTI_TYPE}"
+def queue_partition(demand: Demand, share: str | None = None) -> str:
+    """The waiting partition of a job: by instance type (``*``: several), and share."""
+    itype = next(iter(demand)) if len(demand) == 1 else MULTI_TYPE
+    return f"WAITING#{itype}" if share is None else f"WAITING#{itype}#{share}"
 
 
 class DynamoJobStore:
@@ -156,23 +159,26 @@ class DynamoJobStore:
     def waiting(
         self,
         instance_types: list[str],
-        open_types: Callable[[], frozenset[str]] | None = None,
+        is_open: Callable[[str, str | None], bool] | None = None,
+        shares: Sequence[str | None] = (None,),
     ) -> Iterator[WaitingJob]:
-        """Waiting jobs in queue order, read lazily page by page.
+        """Waiting jobs of these instance types and shares (None: jobs without a share) in
+        queue order, read lazily page by page.
 
-        ``open_types`` (the scheduler's) tells which instance types are still worth
-        reading: a partition whose type is closed is read no further.
+        ``is_open(instance type or "*", share)`` (the scheduler's) tells which partitions
+        are still worth reading: a closed one is read no further.
         """
-        partitions = [f"WAITING#{t}" for t in instance_types] + [f"WAITING#{MULTI_TYPE}"]
+        partitions = [(t, s) for s in shares for t in [*instance_types, MULTI_TYPE]]
 
-        def wanted(partition: str) -> bool:
-            if open_types is None:
-                return True
-            still_open = open_types()
-            itype = partition.removeprefix("WAITING#")
-            return bool(still_open) if itype == MULTI_TYPE else itype in still_open
+        def wanted(itype: str, share: str | None) -> bool:
+            return is_open is None or is_open(itype, share)
 
-        streams = [self._read_partition(p, lambda p=p: wanted(p)) for p in partitions]
+        streams = [
+            self._read_partition(
+                queue_partition({itype: 1}, share), lambda t=itype, s=share: wanted(t, s)
+            )
+            for itype, share in partitions
+        ]
         for _, job in heapq.merge(*streams, key=lambda pair: pair[0]):
             yield job
 
@@ -181,18 +187,18 @@ class DynamoJobStore:
         its instance types, of its share if it has one (as
         :func:`job_queue.scheduler.positions` counts)."""
         key = order_key(job.priority, job.seq)
-        ahead = sum(self._count_before(f"WAITING#{t}", key, share=job.share) for t in job.demand)
+        ahead = sum(self._count_before(queue_partition({t: 1}, job.share), key) for t in job.demand)
         # Jobs needing several types are few; read them and keep those that compete.
-        multi = self._read_partition(f"WAITING#{MULTI_TYPE}", lambda: True)
+        multi = self._read_partition(queue_partition({"*": 1}, job.share), lambda: True)
         for sort_key, other in multi:
             if sort_key >= key:
                 break
-            ahead += other.share == job.share and bool(set(other.demand) & set(job.demand))
+            ahead += bool(set(other.demand) & set(job.demand))
         return ahead + 1
 
-    def depth(self, instance_types: list[str]) -> int:
-        """How many jobs wait, counted without reading them."""
-        partitions = [*(f"WAITING#{t}" for t in instance_types), f"WAITING#{MULTI_TYPE}"]
+    def depth(self, instance_types: list[str], share: str | None = None) -> int:
+        """How many jobs (of a share) wait, counted without reading them."""
+        partitions = [queue_partition({t: 1}, share) for t in [*instance_types, MULTI_TYPE]]
         # A metric: eventually consistent reads cost half.
         return sum(self._count_before(p, "~", consistent=False) for p in partitions)
 
@@ -237,7 +243,10 @@ class DynamoJobStore:
                 },
             ),
             _delete(
-                {"pk": queue_partition(job.demand), "sk": order_key(job.priority, job.seq)},
+                {
+                    "pk": queue_partition(job.demand, job.share),
+                    "sk": order_key(job.priority, job.seq),
+                },
                 "attribute_exists(pk)",
             ),
             _update(
@@ -416,24 +425,16 @@ class DynamoJobStore:
                 return
             page = min(page * 2, _MAX_PAGE)
 
-    def _count_before(
-        self, partition: str, key: str, consistent: bool = True, share: str | None = None
-    ) -> int:
+    def _count_before(self, partition: str, key: str, consistent: bool = True) -> int:
         count, start_key = 0, None
-        values = {":pk": partition, ":key": key}
         while True:
             params = {
                 "TableName": self._table,
                 "KeyConditionExpression": "pk = :pk AND sk < :key",
+                "ExpressionAttributeValues": _ser({":pk": partition, ":key": key}),
                 "Select": "COUNT",
                 "ConsistentRead": consistent,
             }
-            if share is not None:
-                # Counted after reading: the read cost is that of every job ahead.
-                params["FilterExpression"] = "#share = :share"
-                params["ExpressionAttributeNames"] = {"#share": "share"}
-                values[":share"] = share
-            params["ExpressionAttributeValues"] = _ser(values)
             if start_key:
                 params["ExclusiveStartKey"] = start_key
             result = self._db.query(**params)
@@ -461,7 +462,7 @@ def _job_key(name: str) -> dict:
 
 
 def _waiting_key(job: Job) -> dict:
-    return {"pk": queue_partition(job.demand), "sk": order_key(job.priority, job.seq)}
+    return {"pk": queue_partition(job.demand, job.share), "sk": order_key(job.priority, job.seq)}
 
 
 def _waiting_item(job: Job) -> dict:

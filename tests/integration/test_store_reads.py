@@ -2,8 +2,9 @@
 
 import copy
 
-from tjq.local.cloud import DynamoDBUsage
+from tjq.local.cloud import DynamoDBUsage, training_request
 
+from job_queue.scheduler import Share, Strategy
 from tests.conftest import G5, P5
 from tests.integration.helpers import states, submit
 
@@ -41,3 +42,21 @@ def test_an_idle_instance_type_does_not_make_the_pass_read_another_types_queue(m
     usage = _measure(cloud, cloud.sweep)
     waiting_reads = usage.items_read - DEPTH  # the sweep also counts the queue, once
     assert waiting_reads < 20, usage
+
+
+def test_with_shares_a_pass_reads_only_as_far_as_some_share_could_start_a_job(make_cloud):
+    shares = (
+        Share("busy", {G5: 1}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
+        Share("quiet", {G5: 1}, Strategy.LEND),
+        Share("kept", {G5: 1}, Strategy.RESERVE),
+    )
+    cloud = make_cloud({}, shares=shares)
+    for i in range(DEPTH):
+        status, _ = cloud.api(
+            "POST", "/add-job", training_request(f"busy-{i:03d}", 1, instance_type=G5, share="busy")
+        )
+        assert status == 201
+    # busy runs two jobs (one borrowed); "quiet" has lent its instance, "kept" idles.
+    stopped = _measure(cloud, lambda: cloud.advance(600))  # both complete, two passes
+    assert stopped.items_read < 40, stopped
+    assert len(cloud.jobs()) == DEPTH - 2
