@@ -137,9 +137,11 @@ class QueueService:
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int]]:
         """The shares in effect, each share's use per instance type, and its waiting jobs."""
-        pool, waiting, layout = self.queue()
+        pool = self.store.pool()
+        layout = self.layout(pool)
         usage = ShareLedger(layout.shares, pool.jobs).usage()
-        return layout, usage, _count_by_share(waiting)
+        types = list(layout.capacity)
+        return layout, usage, {s.name: self.store.depth(types, s.name) for s in layout.shares}
 
     def set_shares(self, value: object) -> Layout:
         """Replace the quota shares without a deployment, then schedule: a lowered limit
@@ -161,7 +163,7 @@ class QueueService:
             except StaleState:
                 continue
         else:
-            raise StaleState("the queue kept changing; try again")
+            raise JobConflict("the queue kept changing while the shares were replaced; try again")
         logger.info("shares changed", extra={"shares": [s.name for s in shares]})
         self.schedule()
         return self.layout()
@@ -468,14 +470,6 @@ def _share_for(submission: Submission, layout: Layout) -> str | None:
                 "it could never start"
             )
     return name
-
-
-def _count_by_share(waiting: list[WaitingJob]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for job in waiting:
-        if job.share is not None:
-            counts[job.share] = counts.get(job.share, 0) + 1
-    return counts
 
 
 def _ended(job: Job, outcome: str, now: float, reason: str | None) -> list[Attempt]:

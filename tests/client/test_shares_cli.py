@@ -1,13 +1,16 @@
 """Quota shares from the user's side: `smq shares`, `smq status --share`, `smq submit --share`,
 `smq shares apply`, and `QueueTrainingJobSession(share=...)`, against a local API with shares."""
 
+import contextlib
 import json
 import logging
 import os
+import time
 
 import pytest
 from tjq.api import QueueClient
 from tjq.cli import main
+from tjq.errors import JobConflict
 from tjq.local.cloud import ROLE_ARN, training_request
 from tjq.local.server import LocalApi
 
@@ -43,9 +46,15 @@ def env(shared_api, monkeypatch):
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     yield QueueClient.from_environment()
+    # Leave an empty queue: cancel what is left and wait for the stops (real time).
     client = QueueClient.from_environment()
-    for job in client.jobs()["jobs"]:
-        client.cancel(job["name"])
+    deadline = time.monotonic() + 20
+    while (listed := client.jobs()["jobs"]) and time.monotonic() < deadline:
+        for job in listed:
+            if job["state"] != "cancelling":
+                with contextlib.suppress(JobConflict):  # it ended meanwhile
+                    client.cancel(job["name"])
+        time.sleep(0.1)
     client.set_shares([share_to_dict(s) for s in SHARES])
 
 
@@ -135,3 +144,13 @@ def test_session_share_tags_jobs_without_one(env, tmp_path):
         sagemaker_session=session,
     ).fit(wait=False, job_name="from-a-notebook")
     assert env.job("from-a-notebook")["share"] == "QS2"
+
+
+def test_shares_check_validates_a_file_without_a_queue(capsys, tmp_path):
+    path = tmp_path / "shares.json"
+    path.write_text(json.dumps([share_to_dict(s) for s in SHARES]))
+    code, out, _ = smq(capsys, "shares", "check", str(path))
+    assert (code, out.strip()) == (0, f"{path}: 3 shares, capacity 3 x ml.g5.xlarge")
+    path.write_text(json.dumps([{**share_to_dict(SHARES[2]), "borrow_limit": 50}]))
+    code, _, err = smq(capsys, "shares", "check", str(path))
+    assert code == 1 and "share QS3: borrow_limit applies only to LEND_AND_BORROW" in err
