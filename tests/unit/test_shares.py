@@ -6,7 +6,16 @@ from dataclasses import dataclass, field, replace
 import pytest
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, Share, ShareLedger, Strategy, WaitingJob, plan
+from job_queue.scheduler import (
+    ActiveJob,
+    Policy,
+    Share,
+    ShareLedger,
+    SharePlanner,
+    Strategy,
+    WaitingJob,
+    plan,
+)
 
 G5 = "ml.g5.xlarge"
 P5 = "ml.p5.48xlarge"
@@ -272,3 +281,18 @@ def test_usage_shows_what_each_share_lends_and_borrows():
 def test_without_shares_the_single_queue_decides():
     jobs = [replace(waiting("a", None), share=None)]
     assert [j.name for j in plan(jobs, [], {G5: 1}, NOW).starts] == ["a"]
+
+
+def test_a_shares_queue_is_read_only_while_one_of_its_jobs_could_start():
+    layout = [share("B", BORROW), share("L", LEND), share("R", RESERVE)]
+    planner = SharePlanner([running("b-own", "B", 1)], layout, NOW, Policy())
+    assert planner.is_open(G5, "B")  # may borrow L's idle instance
+    assert planner.is_open(G5, "L") and planner.is_open(G5, "R")  # their own idle instances
+    assert not planner.is_open(G5, None) and not planner.is_open(G5, "gone")
+    planner.offer(waiting("l-1", "L", seq=1))  # L's own job takes L's instance
+    assert not planner.is_open(G5, "L")  # nothing left it could take
+    assert not planner.is_open(G5, "B")  # nothing to borrow, no in-share preemption
+    assert planner.is_open(G5, "R") and planner.is_open("*", "R")
+    assert planner.open_types == {G5}
+    planner.offer(waiting("r-1", "R", seq=2))
+    assert planner.open_types == frozenset()

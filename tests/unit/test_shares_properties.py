@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 from tjq.simulate.engine import SimSettings, queue_decision, simulate
 from tjq.simulate.workload import WorkloadJob
 
-from job_queue.scheduler import Policy, Share, ShareLedger, Strategy, total_capacity
+from job_queue.scheduler import (
+    Policy,
+    Share,
+    ShareLedger,
+    Strategy,
+    make_planner,
+    total_capacity,
+)
 
 TYPES = ("ml.g5.xlarge", "ml.p5.48xlarge")
 
@@ -153,3 +160,26 @@ def test_shares_keep_their_promises_on_random_workloads(data, stop, preemption):
     assert violations.found == []
     # Nothing queued is lost: every job either ran to its end or is still waiting.
     assert all(job.state in ("completed", "pending", "preempted") for job in result.jobs)
+
+
+def _reading_everything(shares):
+    def decide(active, waiting, capacity, now, policy):
+        planner = make_planner(active, capacity, now, policy, shares)
+        for job in waiting:
+            planner.offer(job)
+        return planner.plan()
+
+    return decide
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_reading_the_queue_only_as_far_as_a_share_could_start_a_job_changes_nothing(data):
+    shares = data.draw(layouts())
+    jobs = data.draw(workloads(shares))
+    if not jobs:
+        return
+    run = SimSettings(total_capacity(shares), stop_latency=30.0, shares=shares)
+    lazy = simulate(jobs, run)
+    full = simulate(jobs, run, decide=_reading_everything(shares))
+    assert lazy.decisions == full.decisions
