@@ -230,46 +230,66 @@ def shares_table(results: dict) -> str:
 
 def cost(depths: list[int]) -> dict:
     import boto3
+
+    results = {}
+    for depth in depths:
+        results[depth] = {
+            "queue": _queue_pass(depth),
+            "queue_with_shares": _queue_pass(depth, with_shares=True),
+            "blog": _blog_scan_pattern(boto3, depth),
+        }
+    return results
+
+
+# With shares: two teams of one instance each; the queued jobs all belong to the first.
+COST_SHARES = (
+    Share("team-a", {"ml.p5.48xlarge": 1}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
+    Share("team-b", {"ml.p5.48xlarge": 1}, Strategy.LEND),
+)
+
+
+def _queue_pass(depth: int, with_shares: bool = False) -> dict:
+    """What one scheduling pass costs the queue (the real handler against the emulation):
+    two jobs run, ``depth`` wait; the shorter one completes and the next one starts."""
     from tjq.local.cloud import LocalCloud, training_request
 
     from job_queue.models import Job, JobState
 
-    results = {}
-    for depth in depths:
-        with LocalCloud(capacity={"ml.p5.48xlarge": 2}) as cloud:
-            for name, seconds in (("running-1", 60), ("running-2", 600)):
-                cloud.api("POST", "/add-job", training_request(name, 9, run_seconds=seconds))
-            request = training_request("queued", 1)
-            cloud.deps.store.bulk_load(
-                [
-                    Job(
-                        name=f"queued-{i}",
-                        priority=i % 3,
-                        seq=10 + i,
-                        demand={"ml.p5.48xlarge": 1},
-                        state=JobState.PENDING,
-                        submitted_at=cloud.clock(),
-                        request={**request, "TrainingJobName": f"queued-{i}"},
-                    )
-                    for i in range(depth)
-                ]
+    shares = COST_SHARES if with_shares else ()
+    share = "team-a" if with_shares else None
+    with LocalCloud(capacity={"ml.p5.48xlarge": 2}, shares=shares) as cloud:
+        for name, seconds, team in (("running-1", 60, share), ("running-2", 600, "team-b")):
+            request = training_request(
+                name, 9, run_seconds=seconds, share=team if with_shares else None
             )
-            dynamo_before = _copy(cloud.dynamodb_usage)
-            sagemaker_before = dict(cloud.sagemaker.calls)
-            cloud.advance(60)  # running-1 completes: one event, one pass, one start
-            used = cloud.dynamodb_usage.since(dynamo_before)
-            sagemaker_calls = sum(cloud.sagemaker.calls.values()) - sum(sagemaker_before.values())
-        blog = _blog_scan_pattern(boto3, depth)
-        results[depth] = {
-            "queue": {
-                "items_read": used.items_read,
-                "items_written": used.items_written,
-                "dynamodb_calls": sum(used.calls.values()),
-                "sagemaker_calls": sagemaker_calls,
-            },
-            "blog": blog,
-        }
-    return results
+            cloud.api("POST", "/add-job", request)
+        request = training_request("queued", 1)
+        cloud.deps.store.bulk_load(
+            [
+                Job(
+                    name=f"queued-{i}",
+                    priority=i % 3,
+                    seq=10 + i,
+                    demand={"ml.p5.48xlarge": 1},
+                    state=JobState.PENDING,
+                    submitted_at=cloud.clock(),
+                    request={**request, "TrainingJobName": f"queued-{i}"},
+                    share=share,
+                )
+                for i in range(depth)
+            ]
+        )
+        dynamo_before = _copy(cloud.dynamodb_usage)
+        sagemaker_before = dict(cloud.sagemaker.calls)
+        cloud.advance(60)  # running-1 completes: one event, one pass, one start
+        used = cloud.dynamodb_usage.since(dynamo_before)
+        sagemaker_calls = sum(cloud.sagemaker.calls.values()) - sum(sagemaker_before.values())
+    return {
+        "items_read": used.items_read,
+        "items_written": used.items_written,
+        "dynamodb_calls": sum(used.calls.values()),
+        "sagemaker_calls": sagemaker_calls,
+    }
 
 
 def _copy(usage):
@@ -350,6 +370,7 @@ def cost_table(results: dict) -> str:
             (
                 f"{int(depth):,}",
                 q["items_read"],
+                r["queue_with_shares"]["items_read"],
                 b["items_read"],
                 f"{b['items_read'] / q['items_read']:.0f}x",
                 q["items_written"],
@@ -366,6 +387,7 @@ def cost_table(results: dict) -> str:
         headers=(
             "queued jobs",
             "items read",
+            "with shares",
             "blog: items read",
             "fewer",
             "items written",
