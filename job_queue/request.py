@@ -37,15 +37,20 @@ class Submission:
     share: str | None = None  # the ``share`` tag, if any
 
 
-def parse_body(body: str | bytes | None) -> dict:
-    """The JSON object in an API body, or InvalidRequest / BodyTooLarge."""
+def parse_json(body: str | bytes | None) -> object:
+    """The JSON value of an API body, or InvalidRequest / BodyTooLarge."""
     raw = body.encode() if isinstance(body, str) else (body or b"")
     if len(raw) > MAX_BODY_BYTES:
         raise BodyTooLarge(f"body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
     try:
-        value = json.loads(raw)
+        return json.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"body is not valid JSON: {exc}") from exc
+
+
+def parse_body(body: str | bytes | None) -> dict:
+    """The JSON object in an API body, or InvalidRequest / BodyTooLarge."""
+    value = parse_json(body)
     if not isinstance(value, dict):
         raise InvalidRequest("body must be a JSON object (a CreateTrainingJob request)")
     return value

@@ -7,7 +7,7 @@ import json
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
 from job_queue.errors import InvalidRequest, QueueError
-from job_queue.request import parse_body
+from job_queue.request import parse_body, parse_json
 from job_queue.scheduler import positions
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
@@ -49,11 +49,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
 
     @app.put("/shares")
     def replace_shares():
-        try:
-            value = json.loads(app.current_event.body or "")
-        except ValueError as exc:
-            raise InvalidRequest(f"body is not valid JSON: {exc}") from exc
-        service.set_shares(value)
+        service.set_shares(parse_json(app.current_event.body))
         layout, usage, waiting = service.shares()
         return _json(200, shares_view(layout, usage, waiting))
 

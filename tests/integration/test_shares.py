@@ -187,6 +187,7 @@ def test_lowering_a_limit_makes_jobs_over_it_reclaimable(make_cloud):
             "'g5.big' is not a SageMaker instance type",
         ),
         ({"QS1": 1}, "non-empty JSON list"),
+        ("[{", "body is not valid JSON"),
     ],
 )
 def test_bad_shares_are_refused_and_change_nothing(shared, layout, message):
