@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from tjq.simulate.engine import SimSettings, queue_decision, simulate
 from tjq.simulate.workload import WorkloadJob
 
+from job_queue.models import JobState
 from job_queue.scheduler import (
+    ActiveJob,
     Policy,
     Share,
     ShareLedger,
@@ -133,9 +135,6 @@ def checked_decision(shares, violations: Violations):
 
 
 def _as_active(starts):
-    from job_queue.models import JobState
-    from job_queue.scheduler import ActiveJob
-
     return [
         ActiveJob(s.name, s.priority, s.seq, s.demand, JobState.STARTING, 0.0, share=s.share)
         for s in starts
