@@ -37,7 +37,7 @@ class Settings:
     shares_text: str = ""  # their text, as deployed
     default_share: str | None = None  # the share of jobs that name none
 
-    def layout(self, shares_text: str | None = None, shares_deployed: str | None = None):
+    def layout(self, shares_text: str | None = None, shares_deployed: str | None = None) -> Layout:
         """The capacity in effect: shares set at run time (``shares_text``, unless a
         deployment changed the shares since: ``shares_deployed`` differs), else the deployed
         shares, else CAPACITY."""
