@@ -462,7 +462,7 @@ def _share_for(submission: Submission, layout: Layout) -> str | None:
     if share is None:
         raise InvalidRequest(f"share {name!r} does not exist; the shares are {valid}")
     for itype, count in submission.demand.items():
-        most = share.limit(itype) + share.borrow_cap(itype)
+        most = share.most(itype)
         if count > most:
             raise InvalidRequest(
                 f"the job needs {count} x {itype} but share {name} may hold at most "

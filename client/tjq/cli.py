@@ -58,12 +58,8 @@ def _shares(args) -> int:
         return _fail(f"smq shares {args.action} needs a shares file (a JSON list of shares)")
     if args.action == "check":
         from job_queue.scheduler import total_capacity
-        from job_queue.share_config import SharesError, parse_shares
 
-        try:
-            shares = parse_shares(_read_json(args.file))
-        except SharesError as exc:
-            return _fail(f"{args.file}: {exc}")
+        shares = _read_shares(args.file)
         capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items())
         print(f"{args.file}: {len(shares)} shares, capacity {capacity}")
         return 0
@@ -164,12 +160,7 @@ def _local_api(args) -> int:
 
     shares = ()
     if args.shares:
-        from job_queue.share_config import SharesError, parse_shares
-
-        try:
-            shares = parse_shares(_read_json(args.shares))
-        except SharesError as exc:
-            return _fail(f"{args.shares}: {exc}")
+        shares = _read_shares(args.shares)
         if args.default_share and args.default_share not in {s.name for s in shares}:
             return _fail(f"--default-share {args.default_share} is not a share in {args.shares}")
     capacity = dict(args.capacity or [("ml.p5.48xlarge", 2)])
@@ -222,12 +213,8 @@ def _simulate(args) -> int:
         if capacity:
             return _fail("give --shares or --capacity, not both: the shares make the capacity")
         from job_queue.scheduler import total_capacity
-        from job_queue.share_config import SharesError, parse_shares
 
-        try:
-            shares = parse_shares(_read_json(args.shares))
-        except SharesError as exc:
-            return _fail(f"{args.shares}: {exc}")
+        shares = _read_shares(args.shares)
         capacity = total_capacity(shares)
     if not capacity:
         return _fail("--capacity TYPE=N is required (for example --capacity ml.p5.48xlarge=2)")
@@ -291,6 +278,16 @@ def _read_json(path: str):
         raise QueueClientError(f"cannot read {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise QueueClientError(f"{path} is not JSON: {exc}") from None
+
+
+def _read_shares(path: str):
+    """The shares of a shares file, or QueueClientError naming the file and the problem."""
+    from job_queue.share_config import SharesError, parse_shares
+
+    try:
+        return parse_shares(_read_json(path))
+    except SharesError as exc:
+        raise QueueClientError(f"{path}: {exc}") from None
 
 
 def _read_request(path: str) -> dict:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from job_queue.models import JobState
 from job_queue.scheduler.snapshot import ActiveJob, WaitingJob
 
 
@@ -14,3 +17,19 @@ def preemption_order(job: ActiveJob) -> tuple[int, float, int]:
     """Sort key of preemption candidates: lowest priority, then most recently started
     (then the later submitted, for jobs started in the same pass)."""
     return (job.priority, -job.started_at, -job.seq)
+
+
+def preemption_candidates(
+    active: Iterable[ActiveJob], now: float, min_run_s: float
+) -> list[ActiveJob]:
+    """Running jobs that may be preempted (run for at least ``min_run_s``), in preemption
+    order."""
+    protected_since = now - min_run_s
+    return sorted(
+        (
+            job
+            for job in active
+            if job.state is JobState.RUNNING and job.started_at <= protected_since
+        ),
+        key=preemption_order,
+    )

@@ -26,7 +26,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from job_queue.models import Demand, JobState
-from job_queue.scheduler.order import preemption_order
+from job_queue.scheduler.instances import free_and_releasing, release, take
+from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.share_planner import SharePlanner
 from job_queue.scheduler.shares import Share
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
@@ -58,21 +59,9 @@ class Planner:
         self._capacity = dict(capacity)
         self._now = now
         self._policy = policy
-        free = dict(self._capacity)
-        releasing = dict.fromkeys(self._capacity, 0)  # held by stopping jobs
-        self._running: list[ActiveJob] = []
-        for job in active:
-            stopping = job.state.is_stopping
-            for itype, count in job.demand.items():
-                if itype in free:
-                    free[itype] -= count
-                    if stopping:
-                        releasing[itype] += count
-            if job.state is JobState.RUNNING:
-                self._running.append(job)
-        # Capacity lowered below what is in use: nothing is free, nothing is owed.
-        self._free = {itype: max(0, n) for itype, n in free.items()}
-        self._releasing = releasing
+        active = list(active)
+        self._free, self._releasing = free_and_releasing(self._capacity, active)
+        self._running = [job for job in active if job.state is JobState.RUNNING]
         self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
         self._held_types: set[str] = set()  # closed: no later job of these types starts
         self._reserved: dict[str, float] = {}  # type -> when a held job may start (backfill)
@@ -142,16 +131,14 @@ class Planner:
         for victim in victims:
             self._candidates().remove(victim)
             self._victims.add(victim.name)
-            for itype, count in victim.demand.items():
-                if itype in self._releasing:
-                    self._releasing[itype] += count
-            self._preemptions.append(Preemption(victim, job.name, _reason(victim, job)))
+            release(self._releasing, victim.demand)
+            self._preemptions.append(Preemption.by_priority(victim, job))
         # The job owns what is free and what is stopping, up to its demand, and starts
         # once the stops finish; later jobs get only what is left.
-        self._take(job.demand)
+        take(self._free, self._releasing, job.demand)
 
     def _start(self, job: WaitingJob) -> None:
-        self._take(job.demand)
+        take(self._free, self._releasing, job.demand)
         self._starts.append(job)
         self._started_ends.append((self._bound_end(job), job.demand))
 
@@ -198,21 +185,13 @@ class Planner:
 
     def _candidates(self) -> list[ActiveJob]:
         if self._sorted_candidates is None:
-            protected_since = self._now - self._policy.min_run_s
-            self._sorted_candidates = sorted(
-                (job for job in self._running if job.started_at <= protected_since),
-                key=preemption_order,
+            self._sorted_candidates = preemption_candidates(
+                self._running, self._now, self._policy.min_run_s
             )
         return self._sorted_candidates
 
     def plan(self) -> Plan:
         return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
-
-    def _take(self, demand: Demand) -> None:
-        for itype, count in demand.items():
-            from_free = min(self._free[itype], count)
-            self._free[itype] -= from_free
-            self._releasing[itype] -= min(self._releasing[itype], count - from_free)
 
 
 def plan(
@@ -302,7 +281,3 @@ def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
         for itype, count in demand.items()
         if count > available[itype]
     }
-
-
-def _reason(victim: ActiveJob, preemptor: WaitingJob) -> str:
-    return f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from job_queue.models import Demand, JobState
-from job_queue.scheduler.order import preemption_order
+from job_queue.models import Demand
+from job_queue.scheduler.instances import free_and_releasing, release, take
+from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
 
@@ -52,28 +53,12 @@ class SharePlanner:
         self._policy = policy
         self._shares = {share.name: share for share in shares}
         self._capacity = total_capacity(shares)
-        # Physical instances: free now, and held by stopping jobs (free once they stop).
-        self._free = dict(self._capacity)
-        self._releasing = dict.fromkeys(self._capacity, 0)
-        for job in active:
-            for itype, count in job.demand.items():
-                if itype in self._free:
-                    self._free[itype] -= count
-                    if job.state.is_stopping:
-                        self._releasing[itype] += count
-        self._free = {itype: max(0, n) for itype, n in self._free.items()}
+        self._free, self._releasing = free_and_releasing(self._capacity, active)
         # Shares are counted as they will be once the stops under way finish, so that the
         # job a stop was for finds its room again next pass and waits for the stop instead
         # of preempting more.
         self._ledger = ShareLedger(shares, (a for a in active if not a.state.is_stopping))
-        self._candidates = sorted(
-            (
-                job
-                for job in active
-                if job.state is JobState.RUNNING and job.started_at <= now - policy.min_run_s
-            ),
-            key=preemption_order,
-        )
+        self._candidates = preemption_candidates(active, now, policy.min_run_s)
         self._held: set[tuple[str, str]] = set()  # (share, type): closed to own capacity
         self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow (rule 3)
         self._collected: dict[tuple[str, str], int] = {}
@@ -238,9 +223,7 @@ class SharePlanner:
     def _fits(self, ledger: ShareLedger, share: Share, demand: Demand, victims) -> bool:
         releasing = dict(self._releasing)
         for victim in victims:
-            for itype, count in victim.demand.items():
-                if itype in releasing:
-                    releasing[itype] += count
+            release(releasing, victim.demand)
         return ledger.grant(share, demand, borrow=False) and self._covered(
             share, demand, releasing, ledger
         )
@@ -276,22 +259,16 @@ class SharePlanner:
         for victim in victims:
             self._candidates.remove(victim)
             self._ledger.give_back(victim.share, victim.demand)
-            for itype, count in victim.demand.items():
-                if itype in self._releasing:
-                    self._releasing[itype] += count
-            reason = (
-                f"reclaimed for {job.name} of share {share.name}"
+            release(self._releasing, victim.demand)
+            self._preemptions.append(
+                Preemption(victim, job.name, f"reclaimed for {job.name} of share {share.name}")
                 if victim.share != share.name
-                else f"preempted by {job.name} (priority {job.priority} > {victim.priority})"
+                else Preemption.by_priority(victim, job)
             )
-            self._preemptions.append(Preemption(victim, job.name, reason))
         starts_now = all(
             count <= self._free[t] - self._reserved(share, t) for t, count in job.demand.items()
         )
         self._ledger.take(share.name, job.demand)
-        for itype, count in job.demand.items():
-            from_free = min(self._free[itype], count)
-            self._free[itype] -= from_free
-            self._releasing[itype] -= min(self._releasing[itype], count - from_free)
+        take(self._free, self._releasing, job.demand)
         if starts_now:
             self._starts.append(job)

@@ -59,6 +59,11 @@ class Share:
     def limit(self, itype: str) -> int:
         return self.capacity.get(itype, 0)
 
+    def most(self, itype: str) -> float:
+        """The most instances of ``itype`` the share may ever hold: its limit plus what it
+        may borrow."""
+        return self.limit(itype) + self.borrow_cap(itype)
+
     def borrow_cap(self, itype: str) -> float:
         """How many instances of ``itype`` the share may hold beyond its own limit."""
         if not self.borrows:

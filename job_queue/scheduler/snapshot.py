@@ -70,6 +70,14 @@ class Preemption:
     preemptor: str
     reason: str
 
+    @classmethod
+    def by_priority(cls, victim: ActiveJob, preemptor: WaitingJob) -> Preemption:
+        """``victim`` stopped for a strictly higher-priority ``preemptor``."""
+        reason = (
+            f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"
+        )
+        return cls(victim, preemptor.name, reason)
+
 
 @dataclass(frozen=True)
 class Plan:

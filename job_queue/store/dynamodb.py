@@ -75,7 +75,11 @@ def order_key(priority: int, seq: int) -> str:
 
 def queue_partition(demand: Demand, share: str | None = None) -> str:
     """The waiting partition of a job: by instance type (``*``: several), and share."""
-    itype = next(iter(demand)) if len(demand) == 1 else MULTI_TYPE
+    return partition(next(iter(demand)) if len(demand) == 1 else MULTI_TYPE, share)
+
+
+def partition(itype: str, share: str | None = None) -> str:
+    """The waiting partition of ``itype`` (or ``*``) and ``share``."""
     return f"WAITING#{itype}" if share is None else f"WAITING#{itype}#{share}"
 
 
@@ -174,9 +178,7 @@ class DynamoJobStore:
             return is_open is None or is_open(itype, share)
 
         streams = [
-            self._read_partition(
-                queue_partition({itype: 1}, share), lambda t=itype, s=share: wanted(t, s)
-            )
+            self._read_partition(partition(itype, share), lambda t=itype, s=share: wanted(t, s))
             for itype, share in partitions
         ]
         for _, job in heapq.merge(*streams, key=lambda pair: pair[0]):
@@ -187,9 +189,9 @@ class DynamoJobStore:
         its instance types, of its share if it has one (as
         :func:`job_queue.scheduler.positions` counts)."""
         key = order_key(job.priority, job.seq)
-        ahead = sum(self._count_before(queue_partition({t: 1}, job.share), key) for t in job.demand)
+        ahead = sum(self._count_before(partition(t, job.share), key) for t in job.demand)
         # Jobs needing several types are few; read them and keep those that compete.
-        multi = self._read_partition(queue_partition({"*": 1}, job.share), lambda: True)
+        multi = self._read_partition(partition(MULTI_TYPE, job.share), lambda: True)
         for sort_key, other in multi:
             if sort_key >= key:
                 break
@@ -198,7 +200,7 @@ class DynamoJobStore:
 
     def depth(self, instance_types: list[str], share: str | None = None) -> int:
         """How many jobs (of a share) wait, counted without reading them."""
-        partitions = [queue_partition({t: 1}, share) for t in [*instance_types, MULTI_TYPE]]
+        partitions = [partition(t, share) for t in [*instance_types, MULTI_TYPE]]
         # A metric: eventually consistent reads cost half.
         return sum(self._count_before(p, "~", consistent=False) for p in partitions)
 

@@ -1,3 +1,4 @@
+import contextlib
 import logging
 import os
 import uuid
@@ -13,12 +14,18 @@ G4 = "ml.g4dn.xlarge"
 @pytest.fixture(scope="package")
 def local_api():
     """`smq local-api`, in-process: the real handler behind HTTP, AWS emulated, real time."""
+    with quiet_local_api(capacity={P5: 2, G5: 1, G4: 1}, run_seconds=2, stop_seconds=0.5) as local:
+        yield local
+
+
+@contextlib.contextmanager
+def quiet_local_api(**kwargs):
+    """A LocalApi whose Lambda prints no metrics into the output that CLI tests read."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    # Its Lambda would print metrics into the output that the CLI tests read.
     previous = os.environ.get("POWERTOOLS_METRICS_DISABLED")
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
     try:
-        with LocalApi(capacity={P5: 2, G5: 1, G4: 1}, run_seconds=2, stop_seconds=0.5) as local:
+        with LocalApi(**kwargs) as local:
             yield local
     finally:
         if previous is None:

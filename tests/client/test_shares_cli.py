@@ -3,8 +3,6 @@
 
 import contextlib
 import json
-import logging
-import os
 import time
 
 import pytest
@@ -12,10 +10,10 @@ from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.errors import JobConflict
 from tjq.local.cloud import ROLE_ARN, training_request
-from tjq.local.server import LocalApi
 
 from job_queue.scheduler import Share, Strategy
 from job_queue.share_config import share_to_dict
+from tests.client.conftest import quiet_local_api
 
 G5 = "ml.g5.xlarge"
 SHARES = (
@@ -27,17 +25,8 @@ SHARES = (
 
 @pytest.fixture(scope="module")
 def shared_api():
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    previous = os.environ.get("POWERTOOLS_METRICS_DISABLED")
-    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"
-    try:
-        with LocalApi(shares=SHARES, run_seconds=600, stop_seconds=0.2) as local:
-            yield local
-    finally:
-        if previous is None:
-            del os.environ["POWERTOOLS_METRICS_DISABLED"]
-        else:
-            os.environ["POWERTOOLS_METRICS_DISABLED"] = previous
+    with quiet_local_api(shares=SHARES, run_seconds=600, stop_seconds=0.2) as local:
+        yield local
 
 
 @pytest.fixture

@@ -48,15 +48,11 @@ def workloads(draw, shares: tuple[Share, ...]) -> list[WorkloadJob]:
     jobs = []
     for i in range(draw(st.integers(1, 40))):
         share = draw(st.sampled_from(shares))
-        possible = [
-            t
-            for t in capacity
-            if capacity[t] and min(capacity[t], share.limit(t) + share.borrow_cap(t)) >= 1
-        ]
+        possible = [t for t in capacity if capacity[t] and min(capacity[t], share.most(t)) >= 1]
         if not possible:
             continue
         itype = draw(st.sampled_from(possible))
-        most = int(min(capacity[itype], share.limit(itype) + share.borrow_cap(itype)))
+        most = int(min(capacity[itype], share.most(itype)))
         jobs.append(
             WorkloadJob(
                 name=f"j{i}",
@@ -105,7 +101,7 @@ def checked_decision(shares, violations: Violations):
                 others <= total - reserved, f"{now}: RESERVE capacity of {itype} used by others"
             )
             for share in shares:
-                most = share.limit(itype) + share.borrow_cap(itype)
+                most = share.most(itype)
                 violations.check(
                     ledger.in_use(share.name, itype) <= most,
                     f"{now}: {share.name} holds {ledger.in_use(share.name, itype)} x {itype}",

@@ -167,7 +167,7 @@ def _check_share(job: WorkloadJob, line: int, shares: Sequence[Share]) -> None:
         raise WorkloadError(f"line {line}, column share: the replay has shares ({names})")
     if share is None:
         raise WorkloadError(f"line {line}, column share: {job.share!r} is not one of {names}")
-    most = share.limit(job.instance_type) + share.borrow_cap(job.instance_type)
+    most = share.most(job.instance_type)
     if job.instance_count > most:
         raise WorkloadError(
             f"line {line}, column instance_count: {job.instance_count} x {job.instance_type} "
