@@ -225,3 +225,11 @@ def test_without_shares_the_queue_ignores_share_tags_and_lists_no_shares(cloud):
     status, body = cloud.api("POST", "/add-job", request)
     assert status == 201 and body["job"]["share"] is None
     assert cloud.api("GET", "/shares") == (200, {"shares": [], "capacity": {"ml.p5.48xlarge": 2}})
+
+
+def test_an_empty_share_tag_is_refused_naming_the_tag(shared):
+    request = training_request("blank", 1, instance_type=G5)
+    request["Tags"].append({"Key": "share", "Value": ""})
+    status, body = shared.api("POST", "/add-job", request)
+    assert status == 400 and "Tags.share must be a share's name" in body["message"]
+    assert shared.jobs() == []
