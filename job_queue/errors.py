@@ -1,4 +1,6 @@
-"""The queue's errors. Each carries the HTTP status the API answers with."""
+"""The queue's errors. Each :class:`QueueError` carries the HTTP status the API answers with."""
+
+from __future__ import annotations
 
 
 class QueueError(Exception):
@@ -8,9 +10,29 @@ class QueueError(Exception):
 
 
 class InvalidRequest(QueueError):
-    """The body or a field of it is not acceptable; the message names the field."""
+    """The body or a field of it is not acceptable; the message names the field.
+
+    ``field`` is the request field at fault (``ResourceConfig.InstanceType``) when one is,
+    and ``problem`` the message without it, for callers that name the field their own way
+    (the simulator names a workload's line and column).
+    """
 
     status = 400
+
+    def __init__(self, message: str, field: str | None = None, problem: str | None = None):
+        super().__init__(message)
+        self.field = field
+        self.problem = problem or message
+
+    @classmethod
+    def of(cls, field: str, problem: str) -> InvalidRequest:
+        """``<field>: <problem>``, e.g. ``TrainingJobName: 'x_y' is not a valid ...``."""
+        return cls(f"{field}: {problem}", field, problem)
+
+    @classmethod
+    def must(cls, field: str, requirement: str) -> InvalidRequest:
+        """``<field> must <requirement>``, e.g. ``Tags.priority must be an integer``."""
+        return cls(f"{field} must {requirement}", field, f"must {requirement}")
 
 
 class RoleNotAllowed(QueueError):
@@ -31,6 +53,11 @@ class JobConflict(QueueError):
 
 class BodyTooLarge(QueueError):
     status = 413
+
+
+class SageMakerError(Exception):
+    """SageMaker failed or refused a call the queue needed (not a start: a start's outcome
+    is a :class:`~job_queue.sagemaker.StartOutcome`). The next sweep tries again."""
 
 
 class StaleState(Exception):

@@ -50,6 +50,20 @@ _FINISHED = frozenset({JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED, 
 # How many instances of each type a job holds while it runs, e.g. {"ml.p5.48xlarge": 2}.
 Demand = Mapping[str, int]
 
+# Priorities a job may have; higher runs first.
+MIN_PRIORITY, MAX_PRIORITY = -9999, 9999
+
+
+class Outcome(StrEnum):
+    """How one attempt (one SageMaker job) ended. The value is what the API shows."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    PREEMPTED = "preempted"  # stopped for a higher-priority job; the job waits to resume
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"  # stopped outside the queue
+    CAPACITY_ERROR = "capacity-error"  # SageMaker could not get the instances; retried later
+
 
 @dataclass(frozen=True)
 class Attempt:
@@ -59,7 +73,7 @@ class Attempt:
     sagemaker_job_name: str
     started_at: float
     ended_at: float | None = None
-    outcome: str | None = None  # completed, failed, preempted, cancelled, stopped
+    outcome: Outcome | None = None  # None while it runs
     failure_reason: str | None = None
     preempted_by: str | None = None
 
@@ -95,7 +109,7 @@ class Job:
 
     @property
     def preemptions(self) -> int:
-        return sum(1 for a in self.attempts if a.outcome == "preempted")
+        return sum(1 for a in self.attempts if a.outcome is Outcome.PREEMPTED)
 
     @property
     def current_attempt(self) -> Attempt | None:

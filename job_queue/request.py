@@ -1,4 +1,8 @@
-"""Validation of a CreateTrainingJob request, exactly as the SageMaker Python SDK builds it."""
+"""The shape of a CreateTrainingJob request, exactly as the SageMaker Python SDK builds it.
+
+Whether the job can ever run here (capacity, quota shares) is :mod:`job_queue.admission`'s
+question; this module checks only what the request itself says.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from job_queue import tags
 from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
-from job_queue.models import Demand
+from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Demand
 
 MAX_BODY_BYTES = 256 * 1024
-PRIORITY_TAG = "priority"
-SHARE_TAG = "share"
-MIN_PRIORITY, MAX_PRIORITY = -9999, 9999
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 REQUIRED_FIELDS = (
     "TrainingJobName",
@@ -27,7 +29,7 @@ REQUIRED_FIELDS = (
 
 @dataclass(frozen=True)
 class Submission:
-    """A validated request: what the queue needs to know, and the request to send later."""
+    """A request of a valid shape: what the queue needs to know, and the request to send."""
 
     name: str
     priority: int
@@ -35,6 +37,14 @@ class Submission:
     request: Mapping
     request_hash: str
     share: str | None = None  # the ``share`` tag, if any
+    groups: bool = False  # the demand comes from ResourceConfig.InstanceGroups
+
+    @property
+    def instance_fields(self) -> tuple[str, str]:
+        """The request fields that say which instances, and how many, the job needs."""
+        if self.groups:
+            return ("ResourceConfig.InstanceGroups", "ResourceConfig.InstanceGroups")
+        return ("ResourceConfig.InstanceType", "ResourceConfig.InstanceCount")
 
 
 def parse_json(body: str | bytes | None) -> object:
@@ -56,47 +66,34 @@ def parse_body(body: str | bytes | None) -> dict:
     return value
 
 
-def validate_submission(
-    request: dict, capacity: Mapping[str, int], allowed_roles: frozenset[str]
-) -> Submission:
-    """Check a CreateTrainingJob request against the queue's rules and configuration."""
+def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submission:
+    """Check a CreateTrainingJob request's shape and role; InvalidRequest names the field."""
     for name in REQUIRED_FIELDS:
         if name not in request:
-            raise InvalidRequest(f"{name} is required")
+            raise InvalidRequest(f"{name} is required", name)
     for name in ("AlgorithmSpecification", "OutputDataConfig", "StoppingCondition"):
         if not isinstance(request[name], dict):
-            raise InvalidRequest(f"{name} must be an object")
+            raise InvalidRequest.must(name, "be an object")
     max_runtime = request["StoppingCondition"].get("MaxRuntimeInSeconds")
     if max_runtime is not None and (
         isinstance(max_runtime, bool) or not isinstance(max_runtime, int) or max_runtime < 1
     ):
-        raise InvalidRequest("StoppingCondition.MaxRuntimeInSeconds must be a positive integer")
+        raise InvalidRequest.must("StoppingCondition.MaxRuntimeInSeconds", "be a positive integer")
     if "ResourceConfig" not in request:
-        raise InvalidRequest("ResourceConfig is required")
+        raise InvalidRequest("ResourceConfig is required", "ResourceConfig")
     job_name = request["TrainingJobName"]
     if not isinstance(job_name, str) or not JOB_NAME_PATTERN.match(job_name):
-        raise InvalidRequest(
-            f"TrainingJobName {job_name!r} is not a valid SageMaker job name: 1-63 letters, "
-            "digits and hyphens, starting and ending with a letter or digit"
+        raise InvalidRequest.of(
+            "TrainingJobName",
+            f"{job_name!r} is not a valid SageMaker job name: 1-63 letters, digits and "
+            "hyphens, starting and ending with a letter or digit",
         )
     role = request["RoleArn"]
     if not isinstance(role, str) or not role.startswith("arn:"):
-        raise InvalidRequest("RoleArn must be an IAM role ARN")
+        raise InvalidRequest.must("RoleArn", "be an IAM role ARN")
     if role not in allowed_roles:
         raise RoleNotAllowed(f"RoleArn {role} is not one this queue may pass to SageMaker")
     demand = instance_demand(request["ResourceConfig"])
-    for itype, count in demand.items():
-        if itype not in capacity:
-            configured = ", ".join(sorted(capacity)) or "none"
-            raise InvalidRequest(
-                f"ResourceConfig: instance type {itype} has no capacity in this queue "
-                f"(configured: {configured})"
-            )
-        if count > capacity[itype]:
-            raise InvalidRequest(
-                f"ResourceConfig: the job needs {count} x {itype} but the queue's capacity "
-                f"is {capacity[itype]}; it could never start"
-            )
     return Submission(
         name=job_name,
         priority=priority_of(request.get("Tags")),
@@ -106,27 +103,29 @@ def validate_submission(
         request_hash=hashlib.sha256(
             json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest(),
+        groups=request["ResourceConfig"].get("InstanceGroups") is not None,
     )
 
 
 def instance_demand(resource_config: object) -> dict[str, int]:
     """Instances per type that a job holds: InstanceCount of InstanceType, or all groups."""
     if not isinstance(resource_config, dict):
-        raise InvalidRequest("ResourceConfig must be an object")
+        raise InvalidRequest.must("ResourceConfig", "be an object")
     if resource_config.get("KeepAlivePeriodInSeconds"):
-        raise InvalidRequest(
-            "ResourceConfig.KeepAlivePeriodInSeconds: warm pools keep instances after a job "
-            "ends, outside the queue's capacity; submit without keep_alive_period_in_seconds"
+        raise InvalidRequest.of(
+            "ResourceConfig.KeepAlivePeriodInSeconds",
+            "warm pools keep instances after a job ends, outside the queue's capacity; "
+            "submit without keep_alive_period_in_seconds",
         )
     groups = resource_config.get("InstanceGroups")
     if groups is not None:
         if not isinstance(groups, list) or not groups:
-            raise InvalidRequest("ResourceConfig.InstanceGroups must be a non-empty list")
+            raise InvalidRequest.must("ResourceConfig.InstanceGroups", "be a non-empty list")
         demand: dict[str, int] = {}
         for i, group in enumerate(groups):
             where = f"ResourceConfig.InstanceGroups[{i}]"
             if not isinstance(group, dict):
-                raise InvalidRequest(f"{where} must be an object")
+                raise InvalidRequest.must(where, "be an object")
             itype, count = _type_and_count(group, where)
             demand[itype] = demand.get(itype, 0) + count
         return demand
@@ -134,28 +133,28 @@ def instance_demand(resource_config: object) -> dict[str, int]:
     return {itype: count}
 
 
-def priority_of(tags: object) -> int:
+def priority_of(request_tags: object) -> int:
     """The integer in the ``priority`` tag; 0 without one."""
-    if tags is None:
+    if request_tags is None:
         return 0
-    if not isinstance(tags, list) or not all(
-        isinstance(t, dict) and isinstance(t.get("Key"), str) for t in tags
+    if not isinstance(request_tags, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("Key"), str) for t in request_tags
     ):
-        raise InvalidRequest("Tags must be a list of {Key, Value} objects")
-    values = [t.get("Value") for t in tags if t["Key"] == PRIORITY_TAG]
-    if not values:
+        raise InvalidRequest.must("Tags", "be a list of {Key, Value} objects")
+    value = tags.value(request_tags, tags.PRIORITY)
+    if value is None:
         return 0
-    return parse_priority(values[-1], field="Tags.priority")
+    return parse_priority(value, field=f"Tags.{tags.PRIORITY}")
 
 
-def share_of(tags: object) -> str | None:
+def share_of(request_tags: object) -> str | None:
     """The ``share`` tag's value, if there is one (``priority_of`` has checked the tags)."""
-    values = [t.get("Value") for t in tags or () if t["Key"] == SHARE_TAG]
-    if not values:
+    if not any(t["Key"] == tags.SHARE for t in request_tags or ()):
         return None
-    if not isinstance(values[-1], str) or not values[-1]:
-        raise InvalidRequest(f"Tags.share must be a share's name, got {values[-1]!r}")
-    return values[-1]
+    value = tags.value(request_tags, tags.SHARE)
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest.must(f"Tags.{tags.SHARE}", f"be a share's name, got {value!r}")
+    return value
 
 
 def parse_priority(value: object, field: str = "priority") -> int:
@@ -167,17 +166,29 @@ def parse_priority(value: object, field: str = "priority") -> int:
     except ValueError:
         number = None
     if number is None:
-        raise InvalidRequest(f"{field} must be an integer, got {value!r}")
+        raise InvalidRequest.must(field, f"be an integer, got {value!r}")
     if not MIN_PRIORITY <= number <= MAX_PRIORITY:
-        raise InvalidRequest(f"{field} must be between {MIN_PRIORITY} and {MAX_PRIORITY}")
+        raise InvalidRequest.must(field, f"be between {MIN_PRIORITY} and {MAX_PRIORITY}")
     return number
 
 
 def _type_and_count(config: dict, where: str) -> tuple[str, int]:
     itype = config.get("InstanceType")
     count = config.get("InstanceCount")
+    if itype is None:
+        raise InvalidRequest(
+            f"{where}.InstanceType is required (e.g. ml.p5.48xlarge)",
+            f"{where}.InstanceType",
+            "is required (e.g. ml.p5.48xlarge)",
+        )
     if not isinstance(itype, str) or not itype.startswith("ml."):
-        raise InvalidRequest(f"{where}.InstanceType is required (e.g. ml.p5.48xlarge)")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise InvalidRequest(f"{where}.InstanceCount must be a positive integer")
+        raise InvalidRequest.of(
+            f"{where}.InstanceType", f"{itype!r} is not a SageMaker instance type (ml.*)"
+        )
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise InvalidRequest.must(f"{where}.InstanceCount", "be a positive integer")
+    if count < 1:
+        raise InvalidRequest.of(
+            f"{where}.InstanceCount", f"{count} is not a positive number of instances"
+        )
     return itype, count

@@ -11,11 +11,8 @@ from enum import StrEnum
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-# Tags on every SageMaker job the queue starts, so that events map back to queue entries
-# (and the EventBridge rule only matches this queue's jobs).
-TAG_QUEUE = "training-job-queue:queue"
-TAG_JOB = "training-job-queue:job"
-TAG_ATTEMPT = "training-job-queue:attempt"
+from job_queue import tags
+from job_queue.errors import SageMakerError
 
 _CAPACITY_CODES = {"ResourceLimitExceeded", "InsufficientCapacityError", "CapacityError"}
 _THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsException"}
@@ -42,6 +39,32 @@ def is_capacity_failure(reason: str | None) -> bool:
     return bool(reason) and any(marker in reason for marker in _CAPACITY_FAILURE_MARKERS)
 
 
+class SageMakerStatus(StrEnum):
+    """``TrainingJobStatus``: the statuses of a SageMaker training job the queue reads."""
+
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+
+    @property
+    def ended(self) -> bool:
+        """True once the job has released its instances."""
+        return self in _ENDED
+
+    @classmethod
+    def parse(cls, value: object) -> SageMakerStatus | None:
+        """The status, or None for a value the queue does not know (it ignores those)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+_ENDED = frozenset({SageMakerStatus.COMPLETED, SageMakerStatus.FAILED, SageMakerStatus.STOPPED})
+
+
 class StartOutcome(StrEnum):
     STARTED = "started"
     REFUSED = "refused"  # capacity, limits or throttling: nothing was created; retry later
@@ -60,13 +83,16 @@ class TrainingJobStatus:
     """What DescribeTrainingJob (or a state-change event) says about a SageMaker job."""
 
     name: str
-    status: str  # InProgress, Completed, Failed, Stopping, Stopped
+    status: SageMakerStatus | None  # None: a status the queue does not know
     failure_reason: str | None
     arn: str = ""
 
 
 class SageMakerGateway:
     """CreateTrainingJob / StopTrainingJob / DescribeTrainingJob for the queue.
+
+    A start answers with a :class:`StartResult`; a stop or describe that SageMaker fails
+    raises :class:`~job_queue.errors.SageMakerError`.
 
     Example::
 
@@ -90,11 +116,10 @@ class SageMakerGateway:
         self, request: Mapping, sagemaker_name: str, job_name: str, attempt: int
     ) -> StartResult:
         """Create the SageMaker job for one attempt. Safe to repeat with the same name."""
-        ours = {TAG_QUEUE: self._queue_name, TAG_JOB: job_name, TAG_ATTEMPT: str(attempt)}
-        tags = [t for t in request.get("Tags", []) if t.get("Key") not in ours]
+        ours = tags.queue_tags(self._queue_name, job_name, attempt)
         params = dict(request)
         params["TrainingJobName"] = sagemaker_name
-        params["Tags"] = tags + [{"Key": k, "Value": v} for k, v in ours.items()]
+        params["Tags"] = tags.with_tags(request.get("Tags"), ours, replace=True)
         try:
             self._call(self._client.create_training_job, **params)
         except ClientError as exc:
@@ -115,9 +140,11 @@ class SageMakerGateway:
         try:
             self._call(self._client.stop_training_job, TrainingJobName=sagemaker_name)
         except ClientError as exc:
-            code, _ = _error(exc)
+            code, message = _error(exc)
             if code not in ("ValidationException", "ResourceNotFound"):
-                raise
+                raise SageMakerError(f"StopTrainingJob: {code}: {message}") from exc
+        except BotoCoreError as exc:
+            raise SageMakerError(f"StopTrainingJob: {exc}") from exc
 
     def describe(self, sagemaker_name: str) -> TrainingJobStatus | None:
         """The job's status, or None if SageMaker has no job of that name."""
@@ -127,10 +154,12 @@ class SageMakerGateway:
             code, message = _error(exc)
             if code == "ResourceNotFound" or "not found" in message.lower():
                 return None
-            raise
+            raise SageMakerError(f"DescribeTrainingJob: {code}: {message}") from exc
+        except BotoCoreError as exc:
+            raise SageMakerError(f"DescribeTrainingJob: {exc}") from exc
         return TrainingJobStatus(
             name=found["TrainingJobName"],
-            status=found["TrainingJobStatus"],
+            status=SageMakerStatus.parse(found["TrainingJobStatus"]),
             failure_reason=found.get("FailureReason"),
             arn=found.get("TrainingJobArn", ""),
         )
@@ -138,16 +167,16 @@ class SageMakerGateway:
     def _adopt(self, sagemaker_name: str, job_name: str, attempt: int, message: str):
         # The name exists: either our own earlier call got through (a retried start), or
         # somebody else's job has this name. Only our tags make it ours.
-        existing = self.describe(sagemaker_name)
-        tags = {}
-        if existing is not None and existing.arn:
-            listed = self._call(self._client.list_tags, ResourceArn=existing.arn)
-            tags = {t["Key"]: t["Value"] for t in listed.get("Tags", [])}
-        if (
-            tags.get(TAG_QUEUE) == self._queue_name
-            and tags.get(TAG_JOB) == job_name
-            and tags.get(TAG_ATTEMPT) == str(attempt)
-        ):
+        try:
+            existing = self.describe(sagemaker_name)
+            found = {}
+            if existing is not None and existing.arn:
+                listed = self._call(self._client.list_tags, ResourceArn=existing.arn)
+                found = {t["Key"]: t["Value"] for t in listed.get("Tags", [])}
+        except (SageMakerError, ClientError, BotoCoreError) as exc:
+            return StartResult(StartOutcome.UNKNOWN, f"could not tell whose job it is: {exc}")
+        ours = tags.queue_tags(self._queue_name, job_name, attempt)
+        if all(found.get(key) == value for key, value in ours.items()):
             return StartResult(StartOutcome.STARTED)
         return StartResult(
             StartOutcome.INVALID,
@@ -178,7 +207,7 @@ def state_change_pattern(queue_name: str) -> dict:
         "source": ["aws.sagemaker"],
         "detail-type": ["SageMaker Training Job State Change"],
         "detail": {
-            "TrainingJobStatus": ["Completed", "Failed", "Stopped"],
-            "Tags": {TAG_QUEUE: [queue_name]},
+            "TrainingJobStatus": [status.value for status in SageMakerStatus if status.ended],
+            "Tags": {tags.QUEUE: [queue_name]},
         },
     }

@@ -9,24 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from aws_lambda_powertools import Logger
-from botocore.exceptions import ClientError
 
+from job_queue import lifecycle, tags
+from job_queue.admission import admit
 from job_queue.config import Layout, Settings
-from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, StaleState
-from job_queue.models import Attempt, Job, JobState
-from job_queue.request import Submission, parse_priority, validate_submission
-from job_queue.sagemaker import (
-    TAG_JOB,
-    TAG_QUEUE,
-    SageMakerGateway,
-    StartOutcome,
-    attempt_name,
-    is_capacity_failure,
-)
-from job_queue.scheduler import Plan, ShareLedger, WaitingJob, make_planner
+from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
+from job_queue.models import Job, JobState
+from job_queue.report import Report
+from job_queue.request import parse_priority, validate_submission
+from job_queue.sagemaker import SageMakerGateway, SageMakerStatus, StartOutcome, attempt_name
+from job_queue.scheduler import ActiveJob, Plan, ShareLedger, WaitingJob, make_planner
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.share_config import SharesError, dumps_shares, parse_shares
 from job_queue.store import DynamoJobStore, Pool
@@ -35,24 +30,12 @@ logger = Logger(child=True)
 
 _RETRIES = 8  # re-reads after a lost race before giving up on one request
 _SCHEDULING_ROUNDS = 16  # a pass that keeps losing races means others keep scheduling
-_START_GRACE_SECONDS = 60.0  # a start younger than this may still be under way elsewhere
-_ENDED = ("Completed", "Failed", "Stopped")
-
-
-@dataclass
-class Report:
-    """What an invocation did, for metrics: starts (with their wait), preemptions, usage."""
-
-    waits_at_start: list[float] = field(default_factory=list)
-    preemptions: int = 0
-    instances_in_use: dict[str, int] = field(default_factory=dict)
-    queue_depth: int | None = None
-    share_usage: list[ShareUsage] = field(default_factory=list)
-    waiting_by_share: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Submitted:
+    """A submission's answer: the job, its place in line, and whether it is new."""
+
     job: Job
     position: int | None
     created: bool
@@ -80,14 +63,17 @@ class QueueService:
         self.settings = settings
         self.clock = clock
         self.report = Report()
+        self._backoff = lifecycle.Backoff(
+            settings.start_retry_base_seconds, settings.start_retry_max_seconds
+        )
 
     # -- API -------------------------------------------------------------------------------
 
     def submit(self, request: dict) -> Submitted:
         """Queue a CreateTrainingJob request; an identical resubmission returns the job."""
         layout = self.layout()
-        submission = validate_submission(request, layout.capacity, self.settings.allowed_role_arns)
-        share = _share_for(submission, layout)
+        submission = validate_submission(request, self.settings.allowed_role_arns)
+        share = admit(submission, layout)
         existing = self.store.get(submission.name)
         if existing is None:
             job = Job(
@@ -217,16 +203,18 @@ class QueueService:
     def on_state_change(self, detail: dict) -> None:
         """A 'SageMaker Training Job State Change' event. Foreign, stale and repeated events
         change nothing."""
-        tags = detail.get("Tags") or {}
         sagemaker_name = detail.get("TrainingJobName")
-        if tags.get(TAG_QUEUE) != self.settings.queue_name or not tags.get(TAG_JOB):
+        name = tags.queued_job(detail.get("Tags") or {}, self.settings.queue_name)
+        if name is None:
             logger.debug("event for a job this queue did not start", extra={"job": sagemaker_name})
             return
-        self._apply_status(
-            tags[TAG_JOB],
-            sagemaker_name,
-            detail.get("TrainingJobStatus"),
-            detail.get("FailureReason"),
+        status = SageMakerStatus.parse(detail.get("TrainingJobStatus"))
+        reason = detail.get("FailureReason")
+        self._decide(
+            self.store.get(name),
+            lambda job: lifecycle.on_status(
+                job, sagemaker_name, status, reason, self.clock(), self._backoff
+            ),
         )
         self.schedule()
 
@@ -237,7 +225,7 @@ class QueueService:
         for active in pool.jobs:
             try:
                 self._repair(active)
-            except (StaleState, ClientError) as exc:
+            except (StaleState, SageMakerError) as exc:
                 # Another invocation moved it on, or SageMaker refused for now: the next
                 # sweep looks again. One job must not stop the sweep for the others.
                 logger.warning(f"could not check job now: {exc}", extra={"job": active.name})
@@ -251,27 +239,18 @@ class QueueService:
             self.report.queue_depth += sum(self.report.waiting_by_share.values())
         self.schedule()
 
-    def _repair(self, active) -> None:
+    def _repair(self, active: ActiveJob) -> None:
         job = self.store.get(active.name)
         if job is None or not job.state.holds_instances:
             return
-        found = self.sagemaker.describe(job.attempt_name)
-        claimed_long_ago = self.clock() - active.started_at > _START_GRACE_SECONDS
-        if found is None:
-            if not claimed_long_ago:
-                return  # its start may still be under way in another invocation
-            if job.state == JobState.STARTING:
-                logger.info("retrying an interrupted start", extra={"job": job.name})
-                self._create(job, job.attempt_name)
-            else:  # stopped before SageMaker ever created it
-                self._apply_status(job.name, job.attempt_name, "Stopped", None)
-        elif found.status in _ENDED:
-            logger.info("repairing a missed event", extra={"job": job.name, "status": found.status})
-            self._apply_status(job.name, job.attempt_name, found.status, found.failure_reason)
-        elif job.state == JobState.STARTING:
-            self._mark_running(job)
-        elif job.state.is_stopping and found.status == "InProgress":
-            self.sagemaker.stop(job.attempt_name)
+        described = job.attempt_name
+        found = self.sagemaker.describe(described)
+        self._decide(
+            job,
+            lambda current: lifecycle.on_description(
+                current, described, found, active.started_at, self.clock(), self._backoff
+            ),
+        )
 
     # -- scheduling ------------------------------------------------------------------------
 
@@ -296,7 +275,7 @@ class QueueService:
     def _plan(self) -> tuple[Pool, Plan]:
         pool = self.store.pool()
         layout = self.layout(pool)
-        self._record_usage(pool, layout)
+        self.report.record_usage(pool.jobs, layout)
         planner = make_planner(
             pool.jobs, layout.capacity, self.clock(), self.settings.policy, layout.shares
         )
@@ -343,145 +322,77 @@ class QueueService:
                 self._create(job, name)
 
     def _create(self, job: Job, sagemaker_name: str) -> None:
-        number = len(job.attempts) + 1
-        result = self.sagemaker.start(job.request, sagemaker_name, job.name, number)
+        result = self.sagemaker.start(job.request, sagemaker_name, job.name, len(job.attempts) + 1)
         log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
-        if result.outcome == StartOutcome.UNKNOWN:
+        if result.outcome is StartOutcome.UNKNOWN:
             logger.warning(
                 f"start outcome unknown, the sweep will check: {result.message}", extra=log
             )
-            return
+        elif result.outcome is StartOutcome.REFUSED:
+            logger.warning(f"start refused, will retry: {result.message}", extra=log)
+        elif result.outcome is StartOutcome.INVALID:
+            logger.warning(f"start failed: {result.message}", extra=log)
+
+        def decide(current: Job) -> lifecycle.Decision:
+            return lifecycle.on_start(current, sagemaker_name, result, self.clock(), self._backoff)
+
         try:
-            if result.outcome == StartOutcome.STARTED:
-                self._mark_running(job)
-                self.report.waits_at_start.append(self.clock() - job.submitted_at)
-                logger.info("job started", extra=log)
-            elif result.outcome == StartOutcome.REFUSED:
-                logger.warning(f"start refused, will retry: {result.message}", extra=log)
-                self._requeue_refused(job, result.message)
-            else:
-                logger.warning(f"start failed: {result.message}", extra=log)
-                self.store.settle(job, JobState.FAILED, self.clock(), failure_reason=result.message)
+            self._act(job, decide(job))
         except StaleState:
-            # Cancelled while CreateTrainingJob was under way.
+            # Cancelled while CreateTrainingJob was under way: decide again on what it is now.
             current = self.store.get(job.name)
-            if (
-                current
-                and current.state == JobState.CANCELLING
-                and current.attempt_name == sagemaker_name
-            ):
-                if result.outcome == StartOutcome.STARTED:
-                    self.sagemaker.stop(sagemaker_name)
-                else:
-                    self.store.settle(current, JobState.CANCELLED, self.clock())
+            if current is not None:
+                self._act(current, decide(current))
+            return
+        if result.outcome is StartOutcome.STARTED:
+            self.report.waits_at_start.append(self.clock() - job.submitted_at)
+            logger.info("job started", extra=log)
 
-    def _mark_running(self, job: Job) -> None:
-        attempt = Attempt(len(job.attempts) + 1, job.attempt_name, self.clock())
-        self.store.mark_running(job, attempt)
-
-    def _requeue_refused(self, job: Job, message: str, attempts=None) -> None:
-        failures = job.start_failures + 1
-        delay = min(
-            self.settings.start_retry_max_seconds,
-            self.settings.start_retry_base_seconds * 2 ** (failures - 1),
-        )
-        self.store.settle(
-            job,
-            JobState.PENDING,
-            self.clock(),
-            not_before=self.clock() + delay,
-            start_failures=failures,
-            last_error=message,
-            **({"attempts": attempts} if attempts is not None else {}),
-        )
-
-    def _apply_status(self, name: str, sagemaker_name: str, status: str | None, reason: str | None):
-        """Settle a job whose current SageMaker job reached ``status``."""
+    def _decide(self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]):
+        """Carry out ``decide(job)``; when the write loses a race, re-read and decide again."""
         for _ in range(_RETRIES):
-            job = self.store.get(name)
-            if job is None or job.attempt_name != sagemaker_name or not job.state.holds_instances:
-                return  # unknown, an earlier attempt's late event, or already settled
             try:
-                if status == "InProgress" and job.state == JobState.STARTING:
-                    self._mark_running(job)
-                elif status in _ENDED:
-                    self._settle(job, status, reason)
+                self._act(job, decide(job))
                 return
             except StaleState:
-                continue
+                job = self.store.get(job.name)
 
-    def _settle(self, job: Job, status: str, reason: str | None) -> None:
+    def _act(self, job: Job, decision: lifecycle.Decision) -> None:
+        """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""
         now = self.clock()
-        if status == "Completed":
-            outcome, to_state = "completed", JobState.COMPLETED
-        elif status == "Failed" and is_capacity_failure(reason) and not job.state.is_stopping:
-            attempts = _ended(job, "capacity-error", now, reason)
-            self._requeue_refused(job, reason, attempts=attempts)
-            return
-        elif status == "Failed":
-            outcome, to_state = "failed", JobState.FAILED
-        elif job.state == JobState.PREEMPTING:
-            outcome, to_state = "preempted", JobState.PREEMPTED
-        elif job.state == JobState.CANCELLING:
-            outcome, to_state = "cancelled", JobState.CANCELLED
-        else:
-            outcome, to_state = "stopped", JobState.STOPPED
-        changes = {"attempts": _ended(job, outcome, now, reason)}
-        if to_state == JobState.FAILED:
-            changes["failure_reason"] = reason or "SageMaker reported Failed without a reason"
-        self.store.settle(job, to_state, now, **changes)
-        logger.info(f"job {to_state}", extra={"job": job.name, "sagemaker_job": job.attempt_name})
+        match decision:
+            case lifecycle.Ignore(why):
+                logger.debug(f"nothing to do: {why}", extra={"job": job and job.name})
+            case lifecycle.MarkRunning(attempt):
+                self.store.mark_running(job, attempt)
+            case lifecycle.Settle(state, attempts, failure_reason):
+                changes: dict = {}
+                if attempts is not None:
+                    changes["attempts"] = attempts
+                if failure_reason is not None:
+                    changes["failure_reason"] = failure_reason
+                self.store.settle(job, state, now, **changes)
+                log = {"job": job.name, "sagemaker_job": job.attempt_name}
+                logger.info(f"job {state}", extra=log)
+            case lifecycle.BackOff(not_before, failures, last_error, attempts):
+                changes = {} if attempts is None else {"attempts": attempts}
+                self.store.settle(
+                    job,
+                    JobState.PENDING,
+                    now,
+                    not_before=not_before,
+                    start_failures=failures,
+                    last_error=last_error,
+                    **changes,
+                )
+            case lifecycle.RetryStart():
+                logger.info("retrying an interrupted start", extra={"job": job.name})
+                self._create(job, job.attempt_name)
+            case lifecycle.Stop(why):
+                logger.info(f"stopping: {why}", extra={"job": job.name})
+                self.sagemaker.stop(job.attempt_name)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _submitted(self, job: Job, created: bool) -> Submitted:
         return Submitted(job, self.position(job), created)
-
-    def _record_usage(self, pool: Pool, layout: Layout) -> None:
-        in_use = dict.fromkeys(layout.capacity, 0)
-        for active in pool.jobs:
-            for itype, count in active.demand.items():
-                in_use[itype] = in_use.get(itype, 0) + count
-        self.report.instances_in_use = in_use
-        if layout.shares:
-            self.report.share_usage = ShareLedger(layout.shares, pool.jobs).usage()
-
-
-def _share_for(submission: Submission, layout: Layout) -> str | None:
-    """The job's share: its ``share`` tag, else the default share; checked against the
-    shares in effect (None when the queue has no shares)."""
-    if not layout.shares:
-        return None
-    name = submission.share or layout.default_share
-    valid = ", ".join(s.name for s in layout.shares)
-    if name is None:
-        raise InvalidRequest(
-            f"this queue has quota shares: tag the job with share = one of {valid}"
-        )
-    share = layout.share(name)
-    if share is None:
-        raise InvalidRequest(f"share {name!r} does not exist; the shares are {valid}")
-    for itype, count in submission.demand.items():
-        most = share.most(itype)
-        if count > most:
-            raise InvalidRequest(
-                f"the job needs {count} x {itype} but share {name} may hold at most "
-                f"{most:g} (limit {share.limit(itype)}, strategy {share.strategy.value}); "
-                "it could never start"
-            )
-    return name
-
-
-def _ended(job: Job, outcome: str, now: float, reason: str | None) -> list[Attempt]:
-    """The job's attempts with the current one closed (added if it never got marked running)."""
-    attempts = list(job.attempts)
-    if not attempts or attempts[-1].sagemaker_job_name != job.attempt_name:
-        attempts.append(Attempt(len(attempts) + 1, job.attempt_name, now))
-    attempts[-1] = replace(
-        attempts[-1],
-        ended_at=now,
-        outcome=outcome,
-        failure_reason=reason if outcome in ("failed", "capacity-error") else None,
-        preempted_by=job.preempted_by if outcome == "preempted" else None,
-    )
-    return attempts

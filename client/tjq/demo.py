@@ -1,10 +1,13 @@
 """`make demo`: the blog's scenario through `estimator.fit()`, over HTTP, on this machine.
 
 `smq local-api` is started in-process (the real Lambda handler behind a local API, AWS
-emulated, real time: a stop takes a second and each job runs the seconds of its
-`simulated-run-seconds` tag). Four PyTorch estimators, each with a
+emulated, real time: a stop takes a second). Four PyTorch estimators, each with a
 `QueueTrainingJobSession`, call `fit(wait=False)`: job1 (priority 1), job2 (2) and job3 (1)
 on two ml.p5.48xlarge; then job4 (3) arrives and preempts job1.
+
+The emulated jobs train until the story says they finish: the demo tells the emulator when
+(job2 first, then job4, then the rest), and waits for the queue to react before the next
+step. So the story is the same on any machine, however slow or busy.
 """
 
 from __future__ import annotations
@@ -19,20 +22,28 @@ from pathlib import Path
 
 INSTANCE = "ml.p5.48xlarge"
 STOP_SECONDS = 1.0
-# (name, priority, simulated run seconds): job2 ends first, then job4, then the rest.
-JOBS = (("job1", 1, 15), ("job2", 2, 6), ("job3", 1, 4), ("job4", 3, 6))
+RUN_SECONDS = 3600.0  # longer than the demo: a job ends when the story says so
+READING_SECONDS = 1.5  # the jobs train this long between steps: time to read a table
+JOBS = (("job1", 1), ("job2", 2), ("job3", 1), ("job4", 3))  # (name, priority)
 TRAIN_SCRIPT = 'print("training ...")\n'
 
 
-def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
-    """Play the scenario, printing the queue after each step; returns each step's table."""
+def run(
+    out: Callable[[str], None] = print, reading_seconds: float = READING_SECONDS
+) -> list[list[tuple[str, str, int]]]:
+    """Play the scenario, printing the queue after each step; returns each step's table.
+
+    ``reading_seconds`` only paces the story for a reader; what happens does not depend on
+    it, since a job finishes when the demo says so."""
     from sagemaker.pytorch import PyTorch  # noqa: F401 (slow to import: not while jobs run)
 
     from tjq.local.server import LocalApi
 
     tables: list[list[tuple[str, str, int]]] = []
     with (
-        LocalApi(capacity={INSTANCE: 2}, stop_seconds=STOP_SECONDS) as local,
+        LocalApi(
+            capacity={INSTANCE: 2}, run_seconds=RUN_SECONDS, stop_seconds=STOP_SECONDS
+        ) as local,
         _exported(local.environment()),
     ):
         from tjq.api import QueueClient
@@ -42,10 +53,17 @@ def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
         started = time.monotonic()
 
         def step(title: str, until: Callable[[list[dict]], bool]) -> None:
-            jobs = _wait_for(client, until)
+            jobs = _wait_for(client, until, title)
             out(f"\n[{time.monotonic() - started:4.1f}s] {title}")
             out(queue_table(jobs))
             tables.append([(j["name"], j["state"], j["priority"]) for j in jobs])
+
+        def finish(*names: str) -> None:
+            """The jobs' training ends: their current SageMaker jobs complete."""
+            time.sleep(reading_seconds)
+            for name in names:
+                out(f"\n[demo] {name}'s training finishes")
+                local.cloud.sagemaker.set_run_seconds(client.job(name)["sagemaker_job_name"], 0)
 
         with tempfile.TemporaryDirectory() as source:
             Path(source, "train.py").write_text(TRAIN_SCRIPT)
@@ -69,21 +87,25 @@ def run(out: Callable[[str], None] = print) -> list[list[tuple[str, str, int]]]:
                     and _states(jobs).get("job4") == "running"
                 ),
             )
+            finish("job2")
             step(
                 "job2 completed first: job1 resumes ahead of job3 (same priority, queued first)",
                 lambda jobs: "job2" not in _states(jobs) and _states(jobs).get("job1") == "running",
             )
+            finish("job4")
             step(
                 "job4 completed: job3 starts",
                 lambda jobs: "job4" not in _states(jobs) and _states(jobs).get("job3") == "running",
             )
+            finish("job1", "job3")
             step("job1 and job3 completed", lambda jobs: not jobs)
     return tables
 
 
-def _fit(name: str, priority: int, seconds: int, source: str, out: Callable[[str], None]) -> None:
+def _fit(name: str, priority: int, source: str, out: Callable[[str], None]) -> None:
     from sagemaker.pytorch import PyTorch
 
+    from job_queue import tags
     from tjq import QueueTrainingJobSession
     from tjq.local.cloud import ROLE_ARN
 
@@ -96,10 +118,7 @@ def _fit(name: str, priority: int, seconds: int, source: str, out: Callable[[str
         framework_version="2.3",
         py_version="py311",
         sagemaker_session=QueueTrainingJobSession(out=out),
-        tags=[
-            {"Key": "priority", "Value": str(priority)},
-            {"Key": "simulated-run-seconds", "Value": str(seconds)},
-        ],
+        tags=[{"Key": tags.PRIORITY, "Value": str(priority)}],
     )
     estimator.fit(wait=False, job_name=name)
 
@@ -123,12 +142,17 @@ def _states(jobs: list[dict]) -> dict[str, str]:
     return {job["name"]: job["state"] for job in jobs}
 
 
-def _wait_for(client, until: Callable[[list[dict]], bool], timeout: float = 60.0) -> list[dict]:
+def _wait_for(
+    client, until: Callable[[list[dict]], bool], step: str, timeout: float = 120.0
+) -> list[dict]:
+    """The queue once ``until`` holds for it (it may take a stop's time, or a busy machine's)."""
     deadline = time.monotonic() + timeout
     while True:
         jobs = client.jobs()["jobs"]
-        if until(jobs) or time.monotonic() > deadline:
+        if until(jobs):
             return jobs
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the queue did not reach this step in {timeout:g}s: {step}")
         time.sleep(0.05)
 
 
@@ -139,8 +163,10 @@ def main() -> None:
     os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
     for noisy in ("werkzeug", "botocore", "sagemaker", "sagemaker.config"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    runs = ", ".join(f"{name} {seconds}s" for name, _, seconds in JOBS)
-    print(f"Capacity: 2 x {INSTANCE}. Jobs run {runs}; a stop takes {STOP_SECONDS:g}s.")
+    print(
+        f"Capacity: 2 x {INSTANCE}. Each job trains until the story says it finishes; "
+        f"a stop takes {STOP_SECONDS:g}s."
+    )
     run()
 
 

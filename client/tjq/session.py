@@ -13,14 +13,16 @@ from collections.abc import Callable
 from sagemaker.exceptions import UnexpectedStatusException
 from sagemaker.session import Session, _check_job_status
 
+from job_queue import tags
 from job_queue.errors import InvalidRequest
+from job_queue.models import JobState
 from job_queue.request import parse_priority
 from tjq.api import QueueClient
 from tjq.errors import InvalidJob, JobEnded
 
-PRIORITY_TAG = "priority"
-SHARE_TAG = "share"
-_FINISHED = ("completed", "failed", "cancelled", "stopped")
+_FINISHED = {state.value for state in JobState if state.is_finished}
+_WAITING = {state.value for state in JobState if state.is_waiting}
+_STARTED = (JobState.STARTING.value, JobState.RUNNING.value)
 
 
 class QueueTrainingJobSession(Session):
@@ -102,16 +104,15 @@ class QueueTrainingJobSession(Session):
     # -- internals ---------------------------------------------------------------------------
 
     def _with_tags(self, request: dict) -> dict:
+        """The request with the session's priority and share, where its tags set none."""
         request = copy.deepcopy(request)
-        tags = request.setdefault("Tags", [])
-        given = [t for t in tags if t.get("Key") == PRIORITY_TAG]
-        if given:
-            _integer_priority(given[-1].get("Value"), "the priority tag")
-        elif self.priority is not None:
-            tags.append({"Key": PRIORITY_TAG, "Value": str(self.priority)})
-        if self.share is not None and not any(t.get("Key") == SHARE_TAG for t in tags):
-            tags.append({"Key": SHARE_TAG, "Value": self.share})
-        if not tags:
+        given = request.get("Tags") or []
+        if any(t.get("Key") == tags.PRIORITY for t in given):
+            _integer_priority(tags.value(given, tags.PRIORITY), "the priority tag")
+        defaults = {tags.PRIORITY: self.priority, tags.SHARE: self.share}
+        added = {k: str(v) for k, v in defaults.items() if v is not None}
+        request["Tags"] = tags.with_tags(given, added, replace=False)
+        if not request["Tags"]:
             del request["Tags"]
         return request
 
@@ -126,7 +127,7 @@ class QueueTrainingJobSession(Session):
                 break
             time.sleep(self.poll_seconds)
         if not job["attempts"]:
-            if job["state"] == "failed":
+            if job["state"] == JobState.FAILED:
                 reason = job["failure_reason"]
                 raise UnexpectedStatusException(
                     message=f"Error for Training job {name}: Failed. Reason: {reason}",
@@ -160,10 +161,10 @@ def _integer_priority(value, what: str) -> int:
 
 def _describe_state(job: dict, position: int | None) -> str:
     state = job["state"]
-    if state in ("pending", "preempted"):
+    if state in _WAITING:
         share = f", share {job['share']}" if job.get("share") else ""
         return f"queued at position {position} (priority {job['priority']}{share})"
-    if state in ("starting", "running"):
+    if state in _STARTED:
         return f"started as SageMaker job {job['sagemaker_job_name']}"
     return state
 
@@ -174,18 +175,18 @@ def _progress(last: dict | None, job: dict) -> str | None:
     if last is None:
         return _describe_state(job, job.get("position"))
     if state == last["state"]:
-        if state in ("pending", "preempted") and job.get("position") != last.get("position"):
+        if state in _WAITING and job.get("position") != last.get("position"):
             return f"now at position {job['position']}"
         return None
-    if state in ("starting", "running"):
-        if last["state"] in ("starting", "running"):
+    if state in _STARTED:
+        if last["state"] in _STARTED:
             return None
         verb = "resumed" if job["preemptions"] else "started"
         return f"{verb} as SageMaker job {job['sagemaker_job_name']}"
-    if state == "preempting":
+    if state == JobState.PREEMPTING:
         return f"preempted by {job['preempted_by']}; stopping"
-    if state == "preempted":
+    if state == JobState.PREEMPTED:
         return f"waiting to resume, at position {job.get('position')}"
-    if state == "failed":
+    if state == JobState.FAILED:
         return f"failed: {job['failure_reason']}"
     return state

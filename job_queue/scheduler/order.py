@@ -1,4 +1,5 @@
-"""The two orders of the scheduler: the queue's, and that of preemption candidates."""
+"""The scheduler's orders: the queue's (and a job's place in it), and that of preemption
+candidates."""
 
 from __future__ import annotations
 
@@ -33,3 +34,23 @@ def preemption_candidates(
         ),
         key=preemption_order,
     )
+
+
+def positions(waiting: Iterable[WaitingJob]) -> list[int]:
+    """Each waiting job's place in line (``waiting`` in queue order): 1 + the jobs ahead of
+    it that need one of its instance types (with quota shares, of its own share). Jobs of
+    other types (or shares) do not make it wait in line."""
+    single_type: dict[tuple[str | None, str], int] = {}  # jobs seen needing one type
+    multi_type: list[tuple[str | None, frozenset[str]]] = []  # jobs seen needing several
+    result = []
+    for job in waiting:
+        types = frozenset(job.demand)
+        ahead = sum(single_type.get((job.share, t), 0) for t in types)
+        ahead += sum(1 for share, seen in multi_type if share == job.share and seen & types)
+        result.append(ahead + 1)
+        if len(types) == 1:
+            (itype,) = types
+            single_type[job.share, itype] = single_type.get((job.share, itype), 0) + 1
+        else:
+            multi_type.append((job.share, types))
+    return result

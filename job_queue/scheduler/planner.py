@@ -1,4 +1,4 @@
-"""The scheduling decision: which waiting jobs start and which running jobs are preempted.
+"""The single queue's pass: which waiting jobs start and which running jobs are preempted.
 
 Pure: no I/O, no clock. The same code runs in the Lambda and in the simulator.
 
@@ -22,21 +22,22 @@ Rules, in queue order (priority high to low, then submission order):
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import preemption_candidates
-from job_queue.scheduler.share_planner import SharePlanner
-from job_queue.scheduler.shares import Share
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+from job_queue.scheduler.victims import MissingInstances, choose_victims
 
 DEFAULT_POLICY = Policy()
 
 
 class Planner:
-    """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
+    """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order
+    (a :class:`~job_queue.scheduler.SchedulingPass`).
 
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
     as soon as no instance type can take another job (``open_types`` is empty)::
@@ -88,7 +89,8 @@ class Planner:
 
     def is_open(self, itype: str, share: str | None = None) -> bool:
         """Whether a waiting partition of ``itype`` (``*``: jobs needing several types) is
-        still worth reading, for readers that pull the queue lazily."""
+        still worth reading, for readers that pull the queue lazily. The single queue has
+        one partition per type: ``share`` (always None here) does not matter."""
         still_open = self.open_types
         return bool(still_open) if itype == "*" else itype in still_open
 
@@ -118,11 +120,7 @@ class Planner:
         uncovered = _missing(missing, self._releasing)
         victims: tuple[ActiveJob, ...] = ()
         if uncovered:
-            found = (
-                choose_victims(job, uncovered, self._candidates())
-                if self._policy.preemption
-                else None
-            )
+            found = self._victims_for(job, uncovered) if self._policy.preemption else None
             if found is None:
                 self._hold(job)
                 return
@@ -183,6 +181,11 @@ class Planner:
         started = job.started_at if isinstance(job, ActiveJob) else self._now
         return started + self._policy.start_allowance_s + job.max_runtime
 
+    def _victims_for(self, job: WaitingJob, missing: Demand) -> tuple[ActiveJob, ...] | None:
+        """Strictly lower-priority running jobs whose stop frees the missing instances."""
+        lower = itertools.takewhile(lambda c: c.priority < job.priority, self._candidates())
+        return choose_victims(lower, MissingInstances(missing))
+
     def _candidates(self) -> list[ActiveJob]:
         if self._sorted_candidates is None:
             self._sorted_candidates = preemption_candidates(
@@ -192,87 +195,6 @@ class Planner:
 
     def plan(self) -> Plan:
         return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
-
-
-def plan(
-    waiting: Iterable[WaitingJob],
-    active: Iterable[ActiveJob],
-    capacity: Mapping[str, int],
-    now: float,
-    policy: Policy = DEFAULT_POLICY,
-    shares: Sequence[Share] = (),
-) -> Plan:
-    """Plan one scheduling pass over a whole queue (``waiting`` in queue order); with
-    ``shares``, by the quota shares' rules (and ``capacity`` is their sum)."""
-    planner = make_planner(active, capacity, now, policy, shares)
-    for job in waiting:
-        planner.offer(job)
-        if not planner.open_types:
-            break
-    return planner.plan()
-
-
-def make_planner(
-    active: Iterable[ActiveJob],
-    capacity: Mapping[str, int],
-    now: float,
-    policy: Policy = DEFAULT_POLICY,
-    shares: Sequence[Share] = (),
-) -> Planner | SharePlanner:
-    """The single queue's :class:`Planner`, or with quota shares a ``SharePlanner``."""
-    if shares:
-        return SharePlanner(active, shares, now, policy)
-    return Planner(active, capacity, now, policy)
-
-
-def positions(waiting: Iterable[WaitingJob]) -> list[int]:
-    """Each waiting job's place in line (``waiting`` in queue order): 1 + the jobs ahead of
-    it that need one of its instance types (with quota shares, of its own share). Jobs of
-    other types (or shares) do not make it wait in line."""
-    single_type: dict[tuple[str | None, str], int] = {}  # jobs seen needing one type
-    multi_type: list[tuple[str | None, frozenset[str]]] = []  # jobs seen needing several
-    result = []
-    for job in waiting:
-        types = frozenset(job.demand)
-        ahead = sum(single_type.get((job.share, t), 0) for t in types)
-        ahead += sum(1 for share, seen in multi_type if share == job.share and seen & types)
-        result.append(ahead + 1)
-        if len(types) == 1:
-            (itype,) = types
-            single_type[job.share, itype] = single_type.get((job.share, itype), 0) + 1
-        else:
-            multi_type.append((job.share, types))
-    return result
-
-
-def choose_victims(
-    preemptor: WaitingJob, missing: Demand, candidates: Iterable[ActiveJob]
-) -> tuple[ActiveJob, ...] | None:
-    """The fewest running jobs whose stop gives ``preemptor`` the ``missing`` instances.
-
-    Candidates come in preemption order (:func:`preemption_order`); only strictly
-    lower-priority ones that hold a missing type are taken; victims that turn out
-    unnecessary are released again, last taken first.
-    None when even all of them would not be enough: then nobody is preempted.
-    """
-    remaining = dict(missing)
-    chosen: list[ActiveJob] = []
-    for candidate in candidates:  # in preemption order: lowest priority first
-        if candidate.priority >= preemptor.priority or all(n <= 0 for n in remaining.values()):
-            break
-        if not any(remaining.get(itype, 0) > 0 for itype in candidate.demand):
-            continue
-        chosen.append(candidate)
-        for itype in remaining:
-            remaining[itype] -= candidate.demand.get(itype, 0)
-    if any(n > 0 for n in remaining.values()):
-        return None
-    for candidate in reversed(list(chosen)):
-        if all(n + candidate.demand.get(itype, 0) <= 0 for itype, n in remaining.items()):
-            chosen.remove(candidate)
-            for itype in remaining:
-                remaining[itype] += candidate.demand.get(itype, 0)
-    return tuple(chosen)
 
 
 def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:

@@ -28,10 +28,11 @@ from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+from job_queue.scheduler.victims import choose_victims
 
 
 class SharePlanner:
-    """The scheduling pass with quota shares; the same interface as :class:`Planner`.
+    """The scheduling pass with quota shares (a :class:`~job_queue.scheduler.SchedulingPass`).
 
     Example::
 
@@ -199,26 +200,9 @@ class SharePlanner:
         return self._choose(job, share, lower_in_share)
 
     def _choose(self, job: WaitingJob, share: Share, eligible) -> tuple[ActiveJob, ...] | None:
-        """The fewest eligible candidates, in preemption order, whose stop lets ``job`` take
-        its demand from its own share; victims that turn out unnecessary are released."""
-        ledger = self._ledger.copy()
-        chosen: list[ActiveJob] = []
-        for candidate in self._candidates:
-            if self._fits(ledger, share, job.demand, chosen):
-                break
-            if eligible(ledger, candidate):
-                chosen.append(candidate)
-                ledger.give_back(candidate.share, candidate.demand)
-        if not chosen or not self._fits(ledger, share, job.demand, chosen):
-            return None
-        for candidate in reversed(list(chosen)):
-            ledger.take(candidate.share, candidate.demand)
-            remaining = [c for c in chosen if c is not candidate]
-            if self._fits(ledger, share, job.demand, remaining):
-                chosen = remaining
-            else:
-                ledger.give_back(candidate.share, candidate.demand)
-        return tuple(chosen)
+        """The fewest eligible candidates whose stop lets ``job`` take its demand from its
+        own share (the one victim search, :func:`choose_victims`)."""
+        return choose_victims(self._candidates, _ShareRoom(self, job, share, eligible))
 
     def _fits(self, ledger: ShareLedger, share: Share, demand: Demand, victims) -> bool:
         releasing = dict(self._releasing)
@@ -272,3 +256,27 @@ class SharePlanner:
         take(self._free, self._releasing, job.demand)
         if starts_now:
             self._starts.append(job)
+
+
+class _ShareRoom:
+    """A preemptor's room within its share: the ledger as the victims give their instances
+    back, and the instances they release (see :mod:`job_queue.scheduler.victims`)."""
+
+    def __init__(self, planner: SharePlanner, job: WaitingJob, share: Share, eligible) -> None:
+        self._planner, self._job, self._share, self._eligible = planner, job, share, eligible
+        self._ledger = planner._ledger.copy()
+        self._victims: list[ActiveJob] = []
+
+    def enough(self) -> bool:
+        return self._planner._fits(self._ledger, self._share, self._job.demand, self._victims)
+
+    def helps(self, candidate: ActiveJob) -> bool:
+        return self._eligible(self._ledger, candidate)
+
+    def take(self, victim: ActiveJob) -> None:
+        self._victims.append(victim)
+        self._ledger.give_back(victim.share, victim.demand)
+
+    def give_back(self, victim: ActiveJob) -> None:
+        self._victims.remove(victim)
+        self._ledger.take(victim.share, victim.demand)

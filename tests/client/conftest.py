@@ -1,6 +1,7 @@
 import contextlib
 import logging
 import os
+import time
 import uuid
 
 import pytest
@@ -47,3 +48,31 @@ def local_env(local_api, monkeypatch):
 def unique():
     """A job name no other test uses."""
     return lambda prefix="job": f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(condition, what: str, timeout: float = 60.0):
+    """Poll ``condition()`` until it returns something true (real time: a busy machine may
+    need long); fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return value
+
+
+@contextlib.contextmanager
+def resumed_attempts_finish_at_once(local, name: str):
+    """While inside, the emulated SageMaker job of every later attempt of job ``name``
+    (``<name>-r2-...``) completes a second after it starts."""
+    emulator = local.cloud.sagemaker
+    previous = emulator.on_create
+
+    def shorten(attempt) -> None:
+        if attempt.name.startswith(f"{name}-r"):
+            attempt.ends_at = attempt.created_at + 1
+
+    emulator.on_create = shorten
+    try:
+        yield
+    finally:
+        emulator.on_create = previous

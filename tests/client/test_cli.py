@@ -31,7 +31,7 @@ def queued(local_env, unique, capsys):
         request = training_request(name, priority, instance_type="ml.g5.xlarge", run_seconds=120)
         client.submit(request)
     # The previous test's jobs may still be stopping (real time) and holding the instance.
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while client.job(running)["state"] != "running" and time.monotonic() < deadline:
         time.sleep(0.1)
     yield running, waiting

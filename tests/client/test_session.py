@@ -1,6 +1,8 @@
 """`estimator.fit()` with QueueTrainingJobSession: the real SageMaker SDK v2, over HTTP, to
 the local API. Nothing of the SDK or of the queue is mocked."""
 
+import threading
+
 import pytest
 from sagemaker.estimator import Estimator
 from sagemaker.exceptions import UnexpectedStatusException
@@ -10,7 +12,7 @@ from tjq.api import QueueClient
 from tjq.errors import InvalidJob
 from tjq.local.cloud import ROLE_ARN
 
-from tests.client.conftest import G4, G5, P5
+from tests.client.conftest import G4, G5, P5, resumed_attempts_finish_at_once, wait_until
 
 
 @pytest.fixture
@@ -109,14 +111,22 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
     said = []
     low_session = QueueTrainingJobSession(poll_seconds=0.2, out=said.append)
     low, high = unique("low"), unique("high")
-    estimator = pytorch(low_session, source, instance_type=G5, tags=priority_tag(1, seconds=8))
+    # Each step waits for the one before, whatever the machine's speed: low trains until
+    # high preempts it, high until low has been seen waiting; resumed, low finishes.
+    estimator = pytorch(low_session, source, instance_type=G5, tags=priority_tag(1, seconds=3600))
     estimator.fit(wait=False, job_name=low)
+    wait_until(lambda: low_session.queue.job(low)["state"] == "running", f"{low} to run")
     high_session = QueueTrainingJobSession(out=lambda _: None)
-    pytorch(high_session, source, instance_type=G5, tags=priority_tag(9, seconds=1)).fit(
-        wait=False, job_name=high
-    )
-
-    estimator.latest_training_job.wait(logs="None")
+    with resumed_attempts_finish_at_once(local_env, low):
+        pytorch(high_session, source, instance_type=G5, tags=priority_tag(9, seconds=3600)).fit(
+            wait=False, job_name=high
+        )
+        follow = threading.Thread(target=estimator.latest_training_job.wait, args=("None",))
+        follow.start()
+        wait_until(lambda: any("waiting to resume" in line for line in said), "low to wait")
+        local_env.cloud.sagemaker.set_run_seconds(high, 0)  # high's training ends
+        follow.join(timeout=120)
+        assert not follow.is_alive(), "fit() did not follow the job to its end"
 
     notes = [line.removeprefix(f"[queue] {low}: ") for line in said]
     assert any(note.startswith("waiting to resume") for note in notes)
@@ -140,6 +150,7 @@ def test_a_failed_job_raises_as_the_sdk_does(local_env, source, unique):
         tags=priority_tag(1, seconds=30),
     )
     estimator.fit(wait=False, job_name=name)
+    wait_until(lambda: session.queue.job(name)["state"] == "running", f"{name} to run")
     local_env.cloud.sagemaker.jobs[name].end_reason = ("Failed", "AlgorithmError: exit code 1")
     local_env.cloud.sagemaker.set_run_seconds(name, 0)
     with pytest.raises(UnexpectedStatusException, match="AlgorithmError: exit code 1"):

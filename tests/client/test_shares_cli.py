@@ -37,7 +37,7 @@ def env(shared_api, monkeypatch):
     yield QueueClient.from_environment()
     # Leave an empty queue: cancel what is left and wait for the stops (real time).
     client = QueueClient.from_environment()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while (listed := client.jobs()["jobs"]) and time.monotonic() < deadline:
         for job in listed:
             if job["state"] != "cancelling":

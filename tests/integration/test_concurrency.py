@@ -6,7 +6,7 @@ import threading
 
 from tjq.local.cloud import training_request
 
-from job_queue.sagemaker import TAG_JOB
+from job_queue import tags
 from tests.conftest import G5, P5
 from tests.integration.helpers import job
 
@@ -100,7 +100,7 @@ def test_overlapping_invocations_keep_every_invariant(make_cloud):
     # No job was ever started twice at once; every SageMaker job belongs to one attempt.
     by_job: dict[str, list[str]] = {}
     for sagemaker_job in cloud.sagemaker.jobs.values():
-        by_job.setdefault(sagemaker_job.tags[TAG_JOB], []).append(sagemaker_job.name)
+        by_job.setdefault(sagemaker_job.tags[tags.JOB], []).append(sagemaker_job.name)
     for name, record in final.items():
         attempts = [a["sagemaker_job_name"] for a in record["attempts"]]
         assert sorted(by_job.get(name, [])) == sorted(attempts), name

@@ -12,10 +12,11 @@ from cfnlint.decode import decode_str
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
+from job_queue import tags
 from job_queue.config import Settings
-from job_queue.sagemaker import TAG_QUEUE, state_change_pattern
+from job_queue.sagemaker import state_change_pattern
 from job_queue.scheduler import Policy
-from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
+from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEMPLATE_TEXT = (ROOT / "template.yaml").read_text()
@@ -98,7 +99,7 @@ def test_state_change_rule_matches_only_this_queues_ended_jobs(translated):
     (rule,) = [r for r in rules if "EventPattern" in r["Properties"]]
     pattern = rule["Properties"]["EventPattern"]
     expected = state_change_pattern("STACK")
-    expected["detail"]["Tags"][TAG_QUEUE] = [{"Ref": "AWS::StackName"}]
+    expected["detail"]["Tags"][tags.QUEUE] = [{"Ref": "AWS::StackName"}]
     assert pattern == expected
     target = rule["Properties"]["Targets"][0]
     assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]}

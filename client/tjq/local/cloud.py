@@ -13,14 +13,15 @@ import boto3
 from moto import mock_aws
 from moto.events.models import EventPattern
 
+from job_queue import tags
 from job_queue.config import Settings
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.sagemaker import state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
-from job_queue.store.dynamodb import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
+from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
-from tjq.local.sagemaker import LocalSageMaker
+from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
 
 REGION = "us-east-1"
 ROLE_ARN = "arn:aws:iam::123456789012:role/SageMakerTraining"
@@ -275,13 +276,8 @@ def training_request(
     share: str | None = None,
 ) -> dict:
     """A CreateTrainingJob request shaped as the SageMaker Python SDK builds it."""
-    tags = []
-    if priority is not None:
-        tags.append({"Key": "priority", "Value": str(priority)})
-    if share is not None:
-        tags.append({"Key": "share", "Value": share})
-    if run_seconds is not None:
-        tags.append({"Key": "simulated-run-seconds", "Value": str(run_seconds)})
+    given = {tags.PRIORITY: priority, tags.SHARE: share, RUN_SECONDS_TAG: run_seconds}
+    request_tags = [{"Key": k, "Value": str(v)} for k, v in given.items() if v is not None]
     request = {
         "TrainingJobName": name,
         "RoleArn": role_arn,
@@ -313,6 +309,6 @@ def training_request(
         "ProfilerConfig": {"S3OutputPath": "s3://my-bucket/output", "DisableProfiler": False},
         "Environment": {},
     }
-    if tags:
-        request["Tags"] = tags
+    if request_tags:
+        request["Tags"] = request_tags
     return request

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from job_queue.models import JobState
+from job_queue.models import JobState, Outcome
 from job_queue.scheduler import ActiveJob, Plan, Policy, Share, WaitingJob, plan, queue_order
 from tjq.simulate.workload import WorkloadJob
 
@@ -48,7 +48,7 @@ class AttemptRecord:
     number: int
     start: float
     end: float | None = None  # when its instances were released
-    outcome: str | None = None  # completed, failed, preempted
+    outcome: Outcome | None = None  # COMPLETED, FAILED (its max runtime) or PREEMPTED
     work_done: float = 0.0  # seconds of progress this attempt made
     work_lost: float = 0.0  # of which thrown away by the preemption
     order: int = 0  # its end is processed, among equal times, in the order attempts started
@@ -57,7 +57,7 @@ class AttemptRecord:
 @dataclass
 class JobResult:
     spec: WorkloadJob
-    state: str = "pending"
+    state: JobState = JobState.PENDING
     first_start_s: float | None = None
     end_s: float | None = None
     preemptions: int = 0
@@ -200,17 +200,17 @@ class _Replay:
         del self.active[index]
         del self.active_view[index]
         if state == JobState.PREEMPTING:
-            attempt.outcome = "preempted"
+            attempt.outcome = Outcome.PREEMPTED
             result.preemptions += 1
             stopping = self.settings.stop_latency * spec.instance_count
             result.lost_instance_s += attempt.work_lost * spec.instance_count + stopping
-            result.state = "preempted"
+            result.state = JobState.PREEMPTED
             self._enqueue(index)
             return True
         if attempt.work_done + self.done_work[index] >= spec.duration_s - 1e-9:
-            attempt.outcome, result.state = "completed", "completed"
+            attempt.outcome, result.state = Outcome.COMPLETED, JobState.COMPLETED
         else:
-            attempt.outcome, result.state = "failed", "failed"  # its max runtime ran out
+            attempt.outcome, result.state = Outcome.FAILED, JobState.FAILED  # max runtime
         result.end_s = now
         return True
 
@@ -240,7 +240,7 @@ class _Replay:
             del sizes[spec.instance_count]
         attempt = AttemptRecord(spec.name, len(result.attempts) + 1, now)
         result.attempts.append(attempt)
-        result.state = "running"
+        result.state = JobState.RUNNING
         if result.first_start_s is None:
             result.first_start_s = now
         self.active[index] = (JobState.RUNNING, attempt)

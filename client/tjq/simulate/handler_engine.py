@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from job_queue.sagemaker import TAG_JOB
+from job_queue import tags
 from tjq.local.cloud import LocalCloud, training_request
 from tjq.simulate.engine import Decision, SimSettings
 from tjq.simulate.workload import WorkloadJob
@@ -34,10 +34,10 @@ def decisions_through_handler(
         def plan_attempt(attempt) -> None:
             # How long this SageMaker job runs: what is left of the job's work (after the
             # checkpoints of its stopped attempts), capped by its max runtime.
-            spec = specs[attempt.tags[TAG_JOB]]
+            spec = specs[attempt.tags[tags.JOB]]
             kept = 0.0
             for earlier in emulator.jobs.values():
-                if earlier.tags.get(TAG_JOB) == spec.name and earlier.stopped_at is not None:
+                if earlier.tags.get(tags.JOB) == spec.name and earlier.stopped_at is not None:
                     worked = max(
                         0.0, earlier.stopped_at - earlier.created_at - settings.start_latency
                     )
@@ -67,12 +67,11 @@ def decisions_through_handler(
                 raise RuntimeError(f"{job.name} was refused: {body}")
         while emulator.next_change_at() is not None:
             cloud.advance(emulator.next_change_at() - cloud.clock())
-        decisions = [
-            Decision(a.created_at - start, "start", a.tags[TAG_JOB]) for a in emulator.jobs.values()
-        ]
+        attempts = emulator.jobs.values()
+        decisions = [Decision(a.created_at - start, "start", a.tags[tags.JOB]) for a in attempts]
         decisions += [
-            Decision(a.stopped_at - start, "preempt", a.tags[TAG_JOB])
-            for a in emulator.jobs.values()
+            Decision(a.stopped_at - start, "preempt", a.tags[tags.JOB])
+            for a in attempts
             if a.stopped_at is not None
         ]
         states = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from job_queue.models import JobState
 from tjq.simulate.engine import SimResult
 
 
@@ -63,7 +64,7 @@ def report(result: SimResult) -> dict:
             }
         )
         held += sum((a.end - a.start) * spec.instance_count for a in job.attempts if a.end)
-        if job.state == "completed":
+        if job.state is JobState.COMPLETED:
             useful += spec.duration_s * spec.instance_count
         lost += job.lost_instance_s
     first = min(j.spec.submit_s for j in result.jobs)

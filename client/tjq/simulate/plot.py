@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from job_queue.models import Outcome
 from tjq.simulate.engine import SimResult
 
 _MAX_ROWS = 400  # beyond this a Gantt chart is ink: show the busiest jobs
@@ -37,8 +38,8 @@ def plot(result: SimResult, path: str) -> None:
                 left=attempt.start / scale,
                 height=0.8,
                 color=colour[job.spec.priority],
-                hatch="//" if attempt.outcome == "preempted" else None,
-                edgecolor="black" if attempt.outcome == "preempted" else None,
+                hatch="//" if attempt.outcome is Outcome.PREEMPTED else None,
+                edgecolor="black" if attempt.outcome is Outcome.PREEMPTED else None,
                 linewidth=0.3,
             )
     gantt.set_ylabel("job (attempts; hatched = preempted)")

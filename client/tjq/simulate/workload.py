@@ -9,6 +9,11 @@ Optional: ``share,max_runtime_s,checkpoint_s``.
 * ``checkpoint_s`` — checkpoint interval; empty or 0: a preempted job restarts from zero,
   otherwise it resumes from its last checkpoint;
 * ``share`` — the job's quota share, when the replay has shares (ignored otherwise).
+
+Each row is admitted by the queue's own rules (:func:`job_queue.request.validate_submission`
+and :func:`job_queue.admission.admit`) on the CreateTrainingJob request it stands for, so a
+workload the simulator accepts is one the live queue would accept; their messages come with
+the row's line and column.
 """
 
 from __future__ import annotations
@@ -19,10 +24,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from job_queue.scheduler import Share
+from job_queue import tags
+from job_queue.admission import admit
+from job_queue.config import Layout
+from job_queue.errors import InvalidRequest
+from job_queue.request import validate_submission
+from job_queue.scheduler import Share, total_capacity
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
 OPTIONAL = ("share", "max_runtime_s", "checkpoint_s")
+REPLAY_ROLE = "arn:aws:iam::123456789012:role/replay"  # the replay's jobs run under one role
+# The column of each request field the queue's rules may refuse.
+_COLUMNS = {
+    "TrainingJobName": "name",
+    "ResourceConfig.InstanceType": "instance_type",
+    "ResourceConfig.InstanceCount": "instance_count",
+    "StoppingCondition.MaxRuntimeInSeconds": "max_runtime_s",
+    f"Tags.{tags.PRIORITY}": "priority",
+    f"Tags.{tags.SHARE}": "share",
+}
 
 
 class WorkloadError(ValueError):
@@ -74,10 +94,10 @@ def parse_workload(
     reader.fieldnames = header
     jobs: list[WorkloadJob] = []
     seen: dict[str, int] = {}
+    layout = Layout(total_capacity(shares), tuple(shares)) if shares else Layout(capacity)
     for line, row in enumerate(reader, start=2):
-        job = _job(row, line, capacity)
-        if shares:
-            _check_share(job, line, shares)
+        job = _job(row, line)
+        _admit(job, line, layout)
         if job.name in seen:
             raise WorkloadError(
                 f"line {line}, column name: {job.name!r} is already used on line {seen[job.name]}"
@@ -101,7 +121,9 @@ def write_workload(path: str | Path, jobs: Iterable[WorkloadJob]) -> None:
             writer.writerow(["" if v is None else _plain(v) for v in values])
 
 
-def _job(row: dict, line: int, capacity: Mapping[str, int]) -> WorkloadJob:
+def _job(row: dict, line: int) -> WorkloadJob:
+    """The row's values, each of the type its column needs."""
+
     def text(column: str) -> str:
         return (row.get(column) or "").strip()
 
@@ -134,16 +156,6 @@ def _job(row: dict, line: int, capacity: Mapping[str, int]) -> WorkloadJob:
         raise fail("name", "a job needs a name")
     instance_type = text("instance_type")
     count = whole("instance_count")
-    if count < 1:
-        raise fail("instance_count", f"{count} is not a positive number of instances")
-    if instance_type not in capacity:
-        configured = ", ".join(sorted(capacity)) or "none"
-        raise fail("instance_type", f"{instance_type!r} has no capacity (configured: {configured})")
-    if count > capacity[instance_type]:
-        raise fail(
-            "instance_count",
-            f"{count} x {instance_type} is more than the capacity of {capacity[instance_type]}",
-        )
     duration = number("duration_s")
     max_runtime = number("max_runtime_s", optional=True)
     checkpoint = number("checkpoint_s", optional=True)
@@ -160,19 +172,36 @@ def _job(row: dict, line: int, capacity: Mapping[str, int]) -> WorkloadJob:
     )
 
 
-def _check_share(job: WorkloadJob, line: int, shares: Sequence[Share]) -> None:
-    names = ", ".join(share.name for share in shares)
-    share = next((s for s in shares if s.name == job.share), None)
-    if job.share is None:
-        raise WorkloadError(f"line {line}, column share: the replay has shares ({names})")
-    if share is None:
-        raise WorkloadError(f"line {line}, column share: {job.share!r} is not one of {names}")
-    most = share.most(job.instance_type)
-    if job.instance_count > most:
-        raise WorkloadError(
-            f"line {line}, column instance_count: {job.instance_count} x {job.instance_type} "
-            f"is more than share {share.name} may ever hold ({most:g})"
-        )
+def _admit(job: WorkloadJob, line: int, layout: Layout) -> None:
+    """The queue's own admission of the request the row stands for."""
+    try:
+        submission = validate_submission(request_for(job), frozenset({REPLAY_ROLE}))
+        admit(submission, layout, where="the replay")
+    except InvalidRequest as exc:
+        column = _COLUMNS.get(exc.field or "")
+        if column is None:
+            raise WorkloadError(f"line {line}: {exc}") from None
+        raise WorkloadError(f"line {line}, column {column}: {exc.problem}") from None
+
+
+def request_for(job: WorkloadJob) -> dict:
+    """The CreateTrainingJob request a workload row stands for (what the queue checks)."""
+    request_tags = [{"Key": tags.PRIORITY, "Value": str(job.priority)}]
+    if job.share is not None:
+        request_tags.append({"Key": tags.SHARE, "Value": job.share})
+    stopping = {}
+    if job.max_runtime_s is not None:
+        runtime = job.max_runtime_s
+        stopping["MaxRuntimeInSeconds"] = int(runtime) if runtime.is_integer() else runtime
+    return {
+        "TrainingJobName": job.name,
+        "RoleArn": REPLAY_ROLE,
+        "AlgorithmSpecification": {},
+        "OutputDataConfig": {},
+        "ResourceConfig": {"InstanceType": job.instance_type, "InstanceCount": job.instance_count},
+        "StoppingCondition": stopping,
+        "Tags": request_tags,
+    }
 
 
 def _plain(value) -> str:

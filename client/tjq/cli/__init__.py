@@ -1,0 +1,185 @@
+"""`smq`: watch and steer the training-job queue from a shell.
+
+    smq status [--share S] [--json]  the queue as a table
+    smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
+    smq shares apply SHARES.json     replace the quota shares (no deployment needed)
+    smq shares check SHARES.json     validate a shares file (before deploying it)
+    smq show NAME [--json]           one job and its attempts
+    smq cancel NAME                  stop a job / take it out of the queue
+    smq priority NAME N              change a job's priority
+    smq submit REQUEST.json [--priority N] [--share S]
+    smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
+    smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
+
+The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
+(or --api-id). Requests are signed with your AWS credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from tjq.cli import machine_commands as machine
+from tjq.cli import queue_commands as queue
+from tjq.cli.common import fail
+from tjq.errors import QueueApiError, QueueClientError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit code is 0 on success, 1 on an error, 2 on bad usage."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except QueueApiError as exc:
+        return fail(f"{exc.message} (HTTP {exc.status})")
+    except QueueClientError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _capacity(text: str) -> tuple[str, int]:
+    itype, _, count = text.partition("=")
+    if not itype.startswith("ml.") or not count.isdigit():
+        raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
+    return itype, int(count)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    api = argparse.ArgumentParser(add_help=False)
+    api.add_argument("--url", help="the queue API (default: $SMQ_API_URL)")
+    api.add_argument("--api-id", help="API id, when --url is a VPC endpoint (default: $SMQ_API_ID)")
+    api.add_argument("--region", help="region to sign for (default: from the URL or AWS config)")
+
+    parser = argparse.ArgumentParser(
+        prog="smq", description="Watch and steer the training-job queue."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    status = commands.add_parser("status", parents=[api], help="the queue as a table")
+    status.add_argument("--share", metavar="S", help="only the jobs of quota share S")
+    status.add_argument("--json", action="store_true", help="print the API's JSON")
+    status.set_defaults(run=queue.status)
+
+    shares = commands.add_parser("shares", parents=[api], help="quota shares and their use")
+    shares.add_argument(
+        "action", nargs="?", choices=["apply", "check"], help="apply, or only check, a file"
+    )
+    shares.add_argument("file", nargs="?", help="the shares file (a JSON list of shares)")
+    shares.add_argument("--json", action="store_true", help="print the API's JSON")
+    shares.set_defaults(run=queue.shares)
+
+    show = commands.add_parser("show", parents=[api], help="one job and its attempts")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(run=queue.show)
+
+    cancel = commands.add_parser("cancel", parents=[api], help="cancel a job")
+    cancel.add_argument("name")
+    cancel.set_defaults(run=queue.cancel)
+
+    priority = commands.add_parser("priority", parents=[api], help="change a job's priority")
+    priority.add_argument("name")
+    priority.add_argument("priority", type=int)
+    priority.set_defaults(run=queue.priority)
+
+    submit = commands.add_parser("submit", parents=[api], help="queue a CreateTrainingJob request")
+    submit.add_argument("request", help="a JSON file with the CreateTrainingJob request")
+    submit.add_argument("--priority", type=int, help="set the job's priority tag")
+    submit.add_argument("--share", help="set the job's share tag (its quota share)")
+    submit.set_defaults(run=queue.submit)
+
+    local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
+    local.add_argument("--port", type=int, default=8080)
+    local.add_argument(
+        "--capacity",
+        type=_capacity,
+        action="append",
+        metavar="TYPE=N",
+        help="instances per type (repeatable; default ml.p5.48xlarge=2)",
+    )
+    local.add_argument(
+        "--allowed-role",
+        action="append",
+        metavar="ARN",
+        help="role ARNs jobs may use (repeatable; default a local example role)",
+    )
+    local.add_argument(
+        "--run-seconds",
+        type=float,
+        default=60.0,
+        help="how long a job runs unless its simulated-run-seconds tag says otherwise",
+    )
+    local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
+    local.add_argument(
+        "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
+    )
+    local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
+    local.set_defaults(run=machine.local_api)
+
+    simulate = commands.add_parser(
+        "simulate", help="replay a workload CSV through the queue's scheduler (what-if)"
+    )
+    simulate.add_argument(
+        "workload",
+        help="CSV: name,submit_s,duration_s,priority,"
+        "instance_type,instance_count[,share,max_runtime_s,checkpoint_s]",
+    )
+    simulate.add_argument(
+        "--capacity",
+        type=_capacity,
+        action="append",
+        metavar="TYPE=N",
+        help="instances per type (repeatable; required)",
+    )
+    simulate.add_argument(
+        "--stop-latency",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds a stopped job holds its instances (default 0)",
+    )
+    simulate.add_argument(
+        "--start-latency",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds of provisioning before a job makes progress (default 0)",
+    )
+    simulate.add_argument(
+        "--no-preemption",
+        action="store_true",
+        help="plain capped priority queue (the Preemption=false setting)",
+    )
+    simulate.add_argument(
+        "--no-backfill",
+        action="store_true",
+        help="strict order within an instance type (the Backfill=false setting)",
+    )
+    simulate.add_argument(
+        "--min-run",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds a job runs before it may be preempted (the MinRunSeconds setting)",
+    )
+    simulate.add_argument(
+        "--shares",
+        metavar="FILE",
+        help="quota shares file (instead of --capacity); jobs name theirs in the share column",
+    )
+    simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")
+    simulate.set_defaults(run=machine.simulate)
+    return parser

@@ -1,0 +1,50 @@
+"""What `smq`'s commands share: the API client, reading files, reporting an error."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tjq.errors import QueueClientError
+
+
+def fail(message: str) -> int:
+    """Print ``smq: error: <message>`` on stderr; the exit code of an error."""
+    print(f"smq: error: {message}", file=sys.stderr)
+    return 1
+
+
+def client(args):
+    from tjq.api import QueueClient
+
+    return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region)
+
+
+def read_json(path: str):
+    try:
+        with open(path) as file:
+            return json.load(file)
+    except OSError as exc:
+        raise QueueClientError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise QueueClientError(f"{path} is not JSON: {exc}") from None
+
+
+def read_shares(path: str):
+    """The shares of a shares file, or QueueClientError naming the file and the problem."""
+    from job_queue.share_config import SharesError, parse_shares
+
+    try:
+        return parse_shares(read_json(path))
+    except SharesError as exc:
+        raise QueueClientError(f"{path}: {exc}") from None
+
+
+def read_request(path: str) -> dict:
+    request = read_json(path)
+    if not isinstance(request, dict) or "TrainingJobName" not in request:
+        raise QueueClientError(
+            f"{path} is not a CreateTrainingJob request (a JSON object with TrainingJobName, "
+            "AlgorithmSpecification, ResourceConfig ...)"
+        )
+    return request

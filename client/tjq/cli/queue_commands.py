@@ -1,0 +1,119 @@
+"""`smq`'s commands that call the queue's API: status, shares, show, cancel, priority, submit."""
+
+from __future__ import annotations
+
+import json
+
+from job_queue import tags
+from tjq.cli.common import client, fail, read_json, read_request, read_shares
+
+
+def status(args) -> int:
+    answer = client(args).jobs()
+    if args.share:
+        answer["jobs"] = [job for job in answer["jobs"] if job.get("share") == args.share]
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    from tjq.table import queue_table
+
+    print(queue_table(answer["jobs"]))
+    capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
+    print(f"\ncapacity: {capacity}")
+    return 0
+
+
+def shares(args) -> int:
+    if args.action and not args.file:
+        return fail(f"smq shares {args.action} needs a shares file (a JSON list of shares)")
+    if args.action == "check":
+        from job_queue.scheduler import total_capacity
+
+        shares = read_shares(args.file)
+        capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items())
+        print(f"{args.file}: {len(shares)} shares, capacity {capacity}")
+        return 0
+    api = client(args)
+    apply = args.action == "apply"
+    answer = api.set_shares(read_json(args.file)) if apply else api.shares()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    from tjq.table import shares_table
+
+    print(shares_table(answer["shares"]))
+    waiting = ", ".join(f"{s['name']} {s['waiting']}" for s in answer["shares"])
+    if waiting:
+        print(f"\nwaiting: {waiting}")
+    return 0
+
+
+def show(args) -> int:
+    job = client(args).job(args.name)
+    if args.json:
+        print(json.dumps(job, indent=2))
+        return 0
+    from tabulate import tabulate
+
+    fields = [
+        (key, job.get(key))
+        for key in (
+            "name",
+            "state",
+            "priority",
+            "share",
+            "position",
+            "instance_count",
+            "instance_type",
+            "submitted_at",
+            "first_started_at",
+            "ended_at",
+            "sagemaker_job_name",
+            "preemptions",
+            "failure_reason",
+            "last_start_error",
+        )
+        if job.get(key) not in (None, "")
+    ]
+    print(tabulate(fields, tablefmt="plain"))
+    if job["attempts"]:
+        rows = [
+            (
+                a["attempt"],
+                a["sagemaker_job_name"],
+                a["started_at"],
+                a["ended_at"] or "",
+                a["outcome"] or "running",
+                a["preempted_by"] or a["failure_reason"] or "",
+            )
+            for a in job["attempts"]
+        ]
+        headers = ("Attempt", "SageMaker job", "Started", "Ended", "Outcome", "Detail")
+        print("\n" + tabulate(rows, headers=headers, disable_numparse=True))
+    return 0
+
+
+def cancel(args) -> int:
+    job = client(args).cancel(args.name)
+    print(f"{job['name']}: {job['state']}")
+    return 0
+
+
+def priority(args) -> int:
+    job = client(args).set_priority(args.name, args.priority)
+    print(f"{job['name']}: priority {job['priority']} ({job['state']})")
+    return 0
+
+
+def submit(args) -> int:
+    request = read_request(args.request)
+    # What the command line says wins over the file's tags.
+    given = {tags.PRIORITY: args.priority, tags.SHARE: args.share}
+    chosen = {k: str(v) for k, v in given.items() if v is not None}
+    if chosen:
+        request["Tags"] = tags.with_tags(request.get("Tags"), chosen, replace=True)
+    answer = client(args).submit(request)
+    job = answer["job"]
+    where = f"position {answer['position']}" if answer.get("position") else job["state"]
+    print(f"{job['name']}: {where} (priority {job['priority']})")
+    return 0

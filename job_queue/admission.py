@@ -1,0 +1,74 @@
+"""Whether a job could ever run here: its instances exist, and its quota share may hold them.
+
+Both the queue's ``POST /add-job`` and the simulator's workload reader ask this module, so a
+workload the simulator accepts is one the live queue accepts. ``where`` names what a message
+speaks of ("this queue", "the replay").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from job_queue import tags
+from job_queue.config import Layout
+from job_queue.errors import InvalidRequest
+from job_queue.request import Submission
+
+
+def admit(submission: Submission, layout: Layout, where: str = "this queue") -> str | None:
+    """The job's quota share (None when the layout has no shares), once its demand fits the
+    capacity and its share; InvalidRequest naming the field otherwise."""
+    check_fit(submission, layout.capacity, where)
+    return share_for(submission, layout, where)
+
+
+def check_fit(submission: Submission, capacity: Mapping[str, int], where: str) -> None:
+    """Every instance type the job needs has a capacity, and enough of it."""
+    type_field, count_field = submission.instance_fields
+    for itype, count in submission.demand.items():
+        if itype not in capacity:
+            types = ", ".join(sorted(capacity)) or "none"
+            configured = f"has no capacity in {where} (configured: {types})"
+            raise InvalidRequest(
+                f"{type_field}: instance type {itype} {configured}",
+                type_field,
+                f"{itype!r} {configured}",
+            )
+        if count > capacity[itype]:
+            raise InvalidRequest.of(
+                count_field,
+                f"{count} x {itype} is more than {where}'s capacity of {capacity[itype]}; "
+                "it could never start",
+            )
+
+
+def share_for(submission: Submission, layout: Layout, where: str) -> str | None:
+    """The job's share: its ``share`` tag, else the default share; one that exists and may
+    hold the job (None when the layout has no shares)."""
+    if not layout.shares:
+        return None
+    field = f"Tags.{tags.SHARE}"
+    name = submission.share or layout.default_share
+    valid = ", ".join(s.name for s in layout.shares)
+    if name is None:
+        raise InvalidRequest.of(
+            field, f"{where} has shares; tag the job with share = one of {valid}"
+        )
+    share = layout.share(name)
+    if share is None:
+        raise InvalidRequest(
+            f"{field}: share {name!r} does not exist in {where}; the shares are {valid}",
+            field,
+            f"{name!r} is not one of {valid}",
+        )
+    _, count_field = submission.instance_fields
+    for itype, count in submission.demand.items():
+        most = share.most(itype)
+        if count > most:
+            raise InvalidRequest.of(
+                count_field,
+                f"{count} x {itype} is more than it could ever get: share {name} may hold at "
+                f"most {most:g} (limit {share.limit(itype)}, strategy {share.strategy.value}); "
+                "it could never start",
+            )
+    return name

@@ -1,0 +1,85 @@
+"""The victim search: the fewest running jobs whose stop lets a waiting job start.
+
+One search serves both passes; what differs between them is the :class:`Room` — which
+candidates a preemptor may stop, and when it has room enough:
+
+* the single queue: strictly lower-priority jobs that hold an instance type still missing,
+  until nothing is missing (:class:`MissingInstances`);
+* quota shares: jobs on borrowed capacity (reclaim), or lower-priority jobs of the
+  preemptor's own share, until the share's ledger and the instances both allow the start
+  (``SharePlanner``'s rooms).
+
+The search walks the candidates in preemption order (lowest priority first, then the most
+recently started: :func:`~job_queue.scheduler.order.preemption_order`), stopping each one
+that helps until there is room, then releases, last chosen first, every victim the room
+turns out not to need. None when even all of them would not be enough: nobody is preempted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from job_queue.scheduler.snapshot import ActiveJob
+
+
+class Room(Protocol):
+    """What a preemptor needs, as victims are taken and given back."""
+
+    def enough(self) -> bool:
+        """The preemptor can start once the victims taken so far have stopped."""
+
+    def helps(self, candidate: ActiveJob) -> bool:
+        """The candidate may be stopped for the preemptor, and its stop would count."""
+
+    def take(self, victim: ActiveJob) -> None:
+        """Count the victim's instances as freed."""
+
+    def give_back(self, victim: ActiveJob) -> None:
+        """Undo :meth:`take`."""
+
+
+def choose_victims(candidates: Iterable[ActiveJob], room: Room) -> tuple[ActiveJob, ...] | None:
+    """The fewest candidates (given in preemption order) to stop so that there is room.
+
+    None if there is room without stopping anyone, or not even with every candidate.
+    ``room`` is left counting the victims returned.
+    """
+    chosen: list[ActiveJob] = []
+    for candidate in candidates:
+        if room.enough():
+            break
+        if room.helps(candidate):
+            chosen.append(candidate)
+            room.take(candidate)
+    if not chosen or not room.enough():
+        return None
+    for victim in reversed(list(chosen)):  # release those that turn out unnecessary
+        room.give_back(victim)
+        if room.enough():
+            chosen.remove(victim)
+        else:
+            room.take(victim)
+    return tuple(chosen)
+
+
+class MissingInstances:
+    """The single queue's room: instances still missing per type, against candidates that
+    hold one of those types (the caller offers only strictly lower-priority ones)."""
+
+    def __init__(self, missing: Mapping[str, int]) -> None:
+        self.remaining = dict(missing)
+
+    def enough(self) -> bool:
+        return all(n <= 0 for n in self.remaining.values())
+
+    def helps(self, candidate: ActiveJob) -> bool:
+        return any(self.remaining.get(itype, 0) > 0 for itype in candidate.demand)
+
+    def take(self, victim: ActiveJob) -> None:
+        for itype in self.remaining:
+            self.remaining[itype] -= victim.demand.get(itype, 0)
+
+    def give_back(self, victim: ActiveJob) -> None:
+        for itype in self.remaining:
+            self.remaining[itype] += victim.demand.get(itype, 0)

@@ -1,0 +1,173 @@
+"""Items of the table and the types they hold, both ways: one codec per type.
+
+* a :class:`~job_queue.models.Job` ↔ its ``JOB#`` item (request, state, attempt history);
+* a :class:`~job_queue.scheduler.WaitingJob` ↔ its entry in a waiting partition;
+* an :class:`~job_queue.scheduler.ActiveJob` ↔ its entry in the pool item's ``active`` map.
+
+All three say where the job stands in the queue (priority, submission number, demand,
+share) in the same attributes; the scheduler types also carry the max runtime that backfill
+needs, so that a pass never reads a job's request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from job_queue.models import Attempt, Job, JobState, Outcome
+from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.store.table import job_key, waiting_key
+
+# -- what every item says of a job's place ----------------------------------------------------
+
+
+def _place(job: Job | WaitingJob | ActiveJob) -> dict:
+    item = {"priority": job.priority, "seq": job.seq, "demand": dict(job.demand)}
+    if job.share is not None:
+        item["share"] = job.share
+    return item
+
+
+def _place_from(item: Mapping) -> dict:
+    return {
+        "priority": int(item["priority"]),
+        "seq": int(item["seq"]),
+        "demand": {itype: int(count) for itype, count in item["demand"].items()},
+        "share": item.get("share"),
+    }
+
+
+def _max_runtime(job: Job | WaitingJob | ActiveJob) -> dict:
+    return {} if job.max_runtime is None else {"max_runtime": job.max_runtime}
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+# -- waiting entries ----------------------------------------------------------------------------
+
+
+def waiting_item(job: Job) -> dict:
+    """The entry that puts a waiting job in its partition, in queue order."""
+    return {
+        **waiting_key(job.demand, job.share, job.priority, job.seq),
+        "name": job.name,
+        **_place(job),
+        "not_before": job.not_before,
+        "submitted_at": job.submitted_at,
+        "state": job.state.value,
+        **_max_runtime(job),
+    }
+
+
+def waiting_from_item(item: Mapping) -> WaitingJob:
+    return WaitingJob(
+        name=item["name"],
+        **_place_from(item),
+        not_before=float(item.get("not_before", 0)),
+        submitted_at=float(item.get("submitted_at", 0)),
+        state=JobState(item.get("state", JobState.PENDING.value)),
+        max_runtime=_optional_float(item.get("max_runtime")),
+    )
+
+
+# -- pool entries -------------------------------------------------------------------------------
+
+
+def pool_entry(job: WaitingJob, state: JobState, started_at: float, attempt_name: str) -> dict:
+    """A job's entry in the pool item while it holds instances (keyed by the job's name)."""
+    return {
+        **_place(job),
+        "state": state.value,
+        "started_at": started_at,
+        "attempt_name": attempt_name,
+        **_max_runtime(job),
+    }
+
+
+def active_from_entry(name: str, entry: Mapping) -> ActiveJob:
+    return ActiveJob(
+        name=name,
+        **_place_from(entry),
+        state=JobState(entry["state"]),
+        started_at=float(entry["started_at"]),
+        max_runtime=_optional_float(entry.get("max_runtime")),
+    )
+
+
+# -- jobs -------------------------------------------------------------------------------------
+
+
+def job_item(job: Job) -> dict:
+    item = {
+        **job_key(job.name),
+        "name": job.name,
+        "state": job.state.value,
+        **_place(job),
+        "submitted_at": job.submitted_at,
+        "request": json.dumps(job.request, sort_keys=True),
+        "request_hash": job.request_hash,
+        "attempts": attempts_value(job.attempts),
+        "not_before": job.not_before,
+        "start_failures": job.start_failures,
+    }
+    optional = {
+        "attempt_name": job.attempt_name,
+        "preempted_by": job.preempted_by,
+        "last_error": job.last_error,
+        "failure_reason": job.failure_reason,
+        "first_started_at": job.first_started_at,
+        "ended_at": job.ended_at,
+    }
+    item.update({k: v for k, v in optional.items() if v is not None})
+    return item
+
+
+def job_from_item(item: Mapping) -> Job:
+    return Job(
+        name=item["name"],
+        **_place_from(item),
+        state=JobState(item["state"]),
+        submitted_at=float(item["submitted_at"]),
+        request=json.loads(item["request"]),
+        request_hash=item.get("request_hash", ""),
+        attempt_name=item.get("attempt_name"),
+        attempts=tuple(_attempt_from(a) for a in item.get("attempts", [])),
+        preempted_by=item.get("preempted_by"),
+        not_before=_optional_float(item.get("not_before")) or 0.0,
+        start_failures=int(item.get("start_failures", 0)),
+        last_error=item.get("last_error"),
+        failure_reason=item.get("failure_reason"),
+        first_started_at=_optional_float(item.get("first_started_at")),
+        ended_at=_optional_float(item.get("ended_at")),
+    )
+
+
+def attempts_value(attempts: Sequence[Attempt]) -> list[dict]:
+    """A job's attempts as the list its item keeps (fields that are not set left out)."""
+    values = []
+    for attempt in attempts:
+        value = {
+            "number": attempt.number,
+            "sagemaker_job_name": attempt.sagemaker_job_name,
+            "started_at": attempt.started_at,
+            "ended_at": attempt.ended_at,
+            "outcome": attempt.outcome.value if attempt.outcome else None,
+            "failure_reason": attempt.failure_reason,
+            "preempted_by": attempt.preempted_by,
+        }
+        values.append({k: v for k, v in value.items() if v is not None})
+    return values
+
+
+def _attempt_from(value: Mapping) -> Attempt:
+    return Attempt(
+        number=int(value["number"]),
+        sagemaker_job_name=value["sagemaker_job_name"],
+        started_at=float(value["started_at"]),
+        ended_at=_optional_float(value.get("ended_at")),
+        outcome=Outcome(value["outcome"]) if value.get("outcome") else None,
+        failure_reason=value.get("failure_reason"),
+        preempted_by=value.get("preempted_by"),
+    )

@@ -1,0 +1,167 @@
+"""The table's design: its keys, the waiting queue's sort order, and the write expressions.
+
+Items (``pk`` / ``sk``):
+
+* ``JOB#<name>`` / ``JOB`` — a job: its request, state, priority and attempt history.
+* ``WAITING#<instance type>`` / ``<order key>`` — one entry per waiting job, in a partition
+  per instance type (``WAITING#*`` for jobs that need several types), and with quota shares
+  per share too (``WAITING#<instance type>#<share>``). The sort key orders it: priority
+  high to low, then submission order. A strongly consistent Query reads a queue in order
+  without a Scan, and only as far as the scheduler needs.
+* ``POOL`` / ``POOL`` — the jobs that hold instances, with a version number. Every change
+  of what holds capacity is a transaction that includes this item. Changes a stale plan
+  could misuse (claiming instances, preempting, a new priority) check and bump the version,
+  so two overlapping scheduling passes cannot both spend the same free instance; changes
+  that only free instances or mark a start do not, since a plan that missed them is merely
+  cautious.
+* ``SEQ`` / ``SEQ`` — the submission counter (FIFO order within a priority).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from job_queue.models import MAX_PRIORITY, Demand
+
+POOL_KEY = {"pk": "POOL", "sk": "POOL"}
+SEQ_KEY = {"pk": "SEQ", "sk": "SEQ"}
+MULTI_TYPE = "*"
+
+# The table as the template declares it (tests check the two agree).
+KEY_SCHEMA = [
+    {"AttributeName": "pk", "KeyType": "HASH"},
+    {"AttributeName": "sk", "KeyType": "RANGE"},
+]
+ATTRIBUTE_DEFINITIONS = [
+    {"AttributeName": "pk", "AttributeType": "S"},
+    {"AttributeName": "sk", "AttributeType": "S"},
+]
+TTL_ATTRIBUTE = "expires_at"
+
+
+# -- keys -----------------------------------------------------------------------------------
+
+
+def job_key(name: str) -> dict:
+    return {"pk": f"JOB#{name}", "sk": "JOB"}
+
+
+def order_key(priority: int, seq: int) -> str:
+    """Sort key of a waiting entry: higher priority first, then submission order."""
+    return f"{MAX_PRIORITY - priority:05d}#{seq:012d}"
+
+
+def partition(itype: str, share: str | None = None) -> str:
+    """The waiting partition of ``itype`` (or ``*``) and ``share``."""
+    return f"WAITING#{itype}" if share is None else f"WAITING#{itype}#{share}"
+
+
+def queue_partition(demand: Demand, share: str | None = None) -> str:
+    """The waiting partition of a job: by instance type (``*``: several), and share."""
+    return partition(next(iter(demand)) if len(demand) == 1 else MULTI_TYPE, share)
+
+
+def waiting_key(demand: Demand, share: str | None, priority: int, seq: int) -> dict:
+    """The key of a job's entry in its waiting partition."""
+    return {"pk": queue_partition(demand, share), "sk": order_key(priority, seq)}
+
+
+# -- write expressions (TransactWriteItems actions; the store adds the table name) ------------
+
+
+def put(item: dict, condition: str | None = None) -> dict:
+    action = {"Item": ser(item)}
+    if condition:
+        action["ConditionExpression"] = condition
+    return {"Put": action}
+
+
+def delete(key: dict, condition: str) -> dict:
+    return {"Delete": {"Key": ser(key), "ConditionExpression": condition}}
+
+
+def update(key: dict, expression: str, condition: str, values: dict, names: dict | None = None):
+    action = {
+        "Key": ser(key),
+        "UpdateExpression": expression,
+        "ConditionExpression": condition,
+        "ExpressionAttributeValues": ser(values),
+    }
+    all_names = {**(names or {})}
+    if "#state" in expression or "#state" in condition:
+        all_names["#state"] = "state"
+    if all_names:
+        action["ExpressionAttributeNames"] = all_names
+    return {"Update": action}
+
+
+def set_fields(key, fields: dict, condition: str, expected: dict, remove=()) -> dict:
+    """Set every field of ``fields`` (and remove those in ``remove``) if ``condition``."""
+    names = {f"#f{i}": name for i, name in enumerate(fields)}
+    values = {f":f{i}": value for i, value in enumerate(fields.values())}
+    expression = "SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields)))
+    if remove:
+        expression += " REMOVE " + ", ".join(remove)
+    return update(key, expression, condition, {**values, **expected}, names)
+
+
+def update_pool_entry(
+    name, attempt_name, field, value, pool_version=None, bump: bool = True
+) -> dict:
+    """Set one field of a pool entry, bumping the pool version (checked if given)."""
+    condition = "active.#name.attempt_name = :an"
+    values = {":value": value, ":an": attempt_name}
+    if not bump:
+        version_update = ""
+    elif pool_version is None:
+        version_update = ", version = version + :one"
+        values[":one"] = 1
+    else:
+        version_update = ", version = :next"
+        condition += " AND version = :version"
+        values.update({":next": pool_version + 1, ":version": pool_version})
+    return update(
+        POOL_KEY,
+        f"SET active.#name.#field = :value{version_update}",
+        condition,
+        values,
+        {"#name": name, "#field": field},
+    )
+
+
+# -- DynamoDB's attribute values ------------------------------------------------------------
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def ser(value: dict) -> dict:
+    """A plain dict as DynamoDB attribute values (floats as Decimals)."""
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in value.items()}
+
+
+def de(item: dict) -> dict:
+    """DynamoDB attribute values as a plain dict (whole Decimals as ints)."""
+    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def _to_dynamo(value):
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value):
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value

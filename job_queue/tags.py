@@ -1,0 +1,63 @@
+"""The tags the queue reads and writes, and the one way to add tags to a request.
+
+A user sets two tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSession``):
+
+* ``priority`` — an integer, higher runs first (0 without one);
+* ``share`` — the job's quota share, when the queue has shares.
+
+The queue adds three to every SageMaker job it starts, so that a state-change event finds its
+way back to the queued job (and the EventBridge rule matches only this queue's jobs):
+``training-job-queue:queue``, ``training-job-queue:job`` and ``training-job-queue:attempt``.
+
+Tags are CreateTrainingJob's list of ``{"Key": ..., "Value": ...}``; a key given twice counts
+by its last value, as SageMaker keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+PRIORITY = "priority"
+SHARE = "share"
+QUEUE = "training-job-queue:queue"
+JOB = "training-job-queue:job"
+ATTEMPT = "training-job-queue:attempt"
+
+
+def value(tags: Iterable[Mapping] | None, key: str) -> object | None:
+    """The value of the last tag named ``key``, or None."""
+    found = None
+    for tag in tags or ():
+        if tag.get("Key") == key:
+            found = tag.get("Value")
+    return found
+
+
+def with_tags(
+    tags: Iterable[Mapping] | None, added: Mapping[str, str], *, replace: bool
+) -> list[dict]:
+    """``tags`` with the tags in ``added``, appended in their order.
+
+    ``replace=True`` sets them (a tag of the same key is removed first): an explicit choice,
+    such as ``smq submit --priority`` or the queue's own tags. ``replace=False`` adds only
+    those the tags lack: a default, such as ``QueueTrainingJobSession(priority=...)``.
+    """
+    tags = [dict(tag) for tag in tags or ()]
+    present = {tag.get("Key") for tag in tags}
+    if replace:
+        tags = [tag for tag in tags if tag.get("Key") not in added]
+    new = {k: v for k, v in added.items() if replace or k not in present}
+    return tags + [{"Key": k, "Value": v} for k, v in new.items()]
+
+
+def queue_tags(queue_name: str, job_name: str, attempt: int) -> dict[str, str]:
+    """The tags the queue puts on the SageMaker job of a job's ``attempt``-th start."""
+    return {QUEUE: queue_name, JOB: job_name, ATTEMPT: str(attempt)}
+
+
+def queued_job(tags: Mapping[str, str], queue_name: str) -> str | None:
+    """The queued job a SageMaker job was started for, if ``queue_name`` started it
+    (``tags`` as a state-change event carries them: a dict)."""
+    if tags.get(QUEUE) != queue_name:
+        return None
+    return tags.get(JOB) or None
