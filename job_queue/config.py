@@ -33,6 +33,7 @@ class Settings:
     finished_retention_days: int = 30
     start_retry_base_seconds: float = 60.0  # backoff after a refused start: 1, 2, 4 ... min
     start_retry_max_seconds: float = 900.0
+    keep_alive_seconds: int = 0  # warm-pool keep-alive of jobs that set none (0: none)
     shares: tuple[Share, ...] = ()  # quota shares as deployed (none: one queue)
     shares_text: str = ""  # their text, as deployed
     default_share: str | None = None  # the share of jobs that name none
@@ -51,7 +52,8 @@ class Settings:
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
-        BACKFILL, MIN_RUN_SECONDS, FINISHED_RETENTION_DAYS, SHARES and DEFAULT_SHARE."""
+        BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, FINISHED_RETENTION_DAYS, SHARES and
+        DEFAULT_SHARE."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -76,6 +78,9 @@ class Settings:
                 min_run_s=parse_seconds("MIN_RUN_SECONDS", env.get("MIN_RUN_SECONDS") or "0"),
             ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
+            keep_alive_seconds=int(
+                parse_seconds("KEEP_ALIVE_SECONDS", env.get("KEEP_ALIVE_SECONDS") or "0")
+            ),
         )
 
 

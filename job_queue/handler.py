@@ -96,12 +96,15 @@ def _emit_metrics(service: QueueService) -> None:
     report = service.report
     if report.waits_at_start:
         metrics.add_metric("JobsStarted", MetricUnit.Count, len(report.waits_at_start))
+        metrics.add_metric("WarmStarts", MetricUnit.Count, report.warm_starts)
         for wait in report.waits_at_start:
             metrics.add_metric("WaitSecondsAtStart", MetricUnit.Seconds, wait)
     if report.preemptions:
         metrics.add_metric("Preemptions", MetricUnit.Count, report.preemptions)
     for itype, count in report.instances_in_use.items():
         metrics.add_metric(f"InstancesInUse.{itype}", MetricUnit.Count, count)
+    for itype, count in report.warm_pool_instances.items():
+        metrics.add_metric(f"WarmPoolInstances.{itype}", MetricUnit.Count, count)
     if report.queue_depth is not None:
         metrics.add_metric("QueueDepth", MetricUnit.Count, report.queue_depth)
     for usage in report.share_usage:

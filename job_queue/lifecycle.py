@@ -15,6 +15,9 @@ The rules:
   it goes back to its place in the queue to retry after a backoff.
 * Stopped: a job being preempted waits to resume, in its place; a job being cancelled is
   cancelled; any other was stopped outside the queue (console, CLI) and is not requeued.
+* Whatever the end, a job with a keep-alive may leave a warm pool: SageMaker says
+  (``WarmPoolStatus`` Available), and the pool then holds the job's instances until its
+  keep-alive runs out from the job's end, a job starts on it, or the queue releases it.
 * A start SageMaker refused (capacity, limits, throttling) backs off, 1, 2, 4 ... minutes up
   to 15; one it rejected fails with its message; one whose outcome is unknown is left to the
   sweep, which describes it. A start that returns after the job was cancelled: the new
@@ -24,6 +27,10 @@ The rules:
   as stopped; a SageMaker job that ended — settled as its event would have; a starting job
   whose SageMaker job exists — it runs; a stopping job whose SageMaker job is still
   InProgress — the stop is sent again.
+* A warm pool, when the sweep describes the job that left it (or a job was just started on
+  it): still Available — it stays; gone (reused, terminated, unknown) — it is forgotten. One a
+  job was started on: Available once that start is over — SageMaker started the job on
+  other instances, so the pool is idle again; reused — it was.
 """
 
 from __future__ import annotations
@@ -32,12 +39,14 @@ from dataclasses import dataclass, replace
 
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.sagemaker import (
+    PoolStatus,
     SageMakerStatus,
     StartOutcome,
     StartResult,
     TrainingJobStatus,
     is_capacity_failure,
 )
+from job_queue.scheduler.snapshot import WarmPool
 
 START_GRACE_SECONDS = 60.0  # a start younger than this may still be under way elsewhere
 
@@ -72,11 +81,13 @@ class MarkRunning:
 
 @dataclass(frozen=True)
 class Settle:
-    """The job's instances are free: it ends in ``state`` (PREEMPTED: it waits to resume)."""
+    """The job's instances are free — or held by the warm ``pool`` SageMaker kept of them: it
+    ends in ``state`` (PREEMPTED: it waits to resume)."""
 
     state: JobState
     attempts: tuple[Attempt, ...] | None = None  # None: unchanged
     failure_reason: str | None = None
+    pool: WarmPool | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,30 @@ class Stop:
 Decision = Ignore | MarkRunning | Settle | BackOff | RetryStart | Stop
 
 
+@dataclass(frozen=True)
+class KeepPool:
+    """The warm pool is as the table says."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class ForgetPool:
+    """The warm pool is gone (reused, released, expired): its instances are not held by it."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class UnclaimPool:
+    """SageMaker did not start the claiming job on the pool: it is idle again."""
+
+    why: str
+
+
+PoolDecision = KeepPool | ForgetPool | UnclaimPool
+
+
 # -- the rules ------------------------------------------------------------------------------
 
 
@@ -116,8 +151,10 @@ def on_status(
     reason: str | None,
     now: float,
     backoff: Backoff = Backoff(),
+    found: TrainingJobStatus | None = None,
 ) -> Decision:
-    """SageMaker job ``sagemaker_name`` (started for ``job``) reached ``status``."""
+    """SageMaker job ``sagemaker_name`` (started for ``job``) reached ``status``; ``found``,
+    when the job was described, says whether SageMaker kept a warm pool of it."""
     if job is None:
         return Ignore("no such job in the queue")
     if job.attempt_name != sagemaker_name:
@@ -130,7 +167,41 @@ def on_status(
         return Ignore(f"the job is {job.state}")
     if status is None or not status.ended:
         return Ignore(f"{status or 'an unknown status'} changes nothing")
-    return _ended(job, status, reason, now, backoff)
+    decision = _ended(job, status, reason, now, backoff)
+    if isinstance(decision, Settle) and found is not None and found.pool is PoolStatus.AVAILABLE:
+        return replace(decision, pool=pool_left(job, found, now))
+    return decision
+
+
+def may_leave_pool(
+    job: Job | None, sagemaker_name: str | None, status: SageMakerStatus | None, reason
+) -> bool:
+    """Whether this end of ``job``'s current attempt may have left a warm pool, so that the
+    job must be described before it is settled (the state-change event does not say)."""
+    return (
+        job is not None
+        and job.attempt_name == sagemaker_name
+        and job.state.holds_instances
+        and job.keep_alive > 0
+        and status is not None
+        and status.ended
+        and not (status is SageMakerStatus.FAILED and is_capacity_failure(reason))
+    )
+
+
+def pool_left(job: Job, found: TrainingJobStatus, now: float) -> WarmPool:
+    """The warm pool SageMaker kept of ``job``'s attempt ``found``: its keep-alive runs from
+    the attempt's end."""
+    since = found.ended_at if found.ended_at is not None else now
+    return WarmPool(
+        name=found.name,
+        job=job.name,
+        demand=dict(job.demand),
+        key=job.warm_key,
+        since=since,
+        expires_at=since + job.keep_alive,
+        share=job.share,
+    )
 
 
 def on_description(
@@ -155,7 +226,9 @@ def on_description(
         # Stopped before SageMaker ever created it.
         return on_status(job, sagemaker_name, SageMakerStatus.STOPPED, None, now, backoff)
     if found.status is not None and found.status.ended:
-        return on_status(job, sagemaker_name, found.status, found.failure_reason, now, backoff)
+        return on_status(
+            job, sagemaker_name, found.status, found.failure_reason, now, backoff, found
+        )
     if job.state is JobState.STARTING:
         return MarkRunning(_new_attempt(job, now))
     if job.state.is_stopping and found.status is SageMakerStatus.IN_PROGRESS:
@@ -164,10 +237,16 @@ def on_description(
 
 
 def on_start(
-    job: Job, sagemaker_name: str, result: StartResult, now: float, backoff: Backoff = Backoff()
+    job: Job,
+    sagemaker_name: str,
+    result: StartResult,
+    now: float,
+    backoff: Backoff = Backoff(),
+    warm_pool: str | None = None,
 ) -> Decision:
     """CreateTrainingJob for ``sagemaker_name`` answered ``result``; ``job`` as it was
-    claimed, or as re-read after a write lost a race (a cancel during the call)."""
+    claimed, or as re-read after a write lost a race (a cancel during the call);
+    ``warm_pool``: the SageMaker job whose pool the attempt started on, if it did."""
     if job.attempt_name != sagemaker_name:
         return Ignore("the job has moved on to another attempt")
     if result.outcome is StartOutcome.UNKNOWN:
@@ -179,10 +258,34 @@ def on_start(
     if job.state is not JobState.STARTING:
         return Ignore(f"the job is {job.state}")
     if result.outcome is StartOutcome.STARTED:
-        return MarkRunning(_new_attempt(job, now))
+        return MarkRunning(replace(_new_attempt(job, now), warm_pool=warm_pool))
     if result.outcome is StartOutcome.REFUSED:
         return _back_off(job, result.message, now, backoff)
     return Settle(JobState.FAILED, failure_reason=result.message)
+
+
+def started_on(job: Job, sagemaker_name: str, pool_found: TrainingJobStatus | None) -> str | None:
+    """The pool a just-started attempt runs on: the one it was started on, unless SageMaker
+    says that pool was not moved to it (``pool_found`` None: not known, as planned)."""
+    if job.warm_pool is None or pool_found is None:
+        return job.warm_pool
+    reused = pool_found.pool is PoolStatus.REUSED and pool_found.pool_reused_by == sagemaker_name
+    return job.warm_pool if reused else None
+
+
+def on_pool(
+    pool: WarmPool, found: TrainingJobStatus | None, now: float, start_over: bool = False
+) -> PoolDecision:
+    """The job that left ``pool`` was described (None: SageMaker has no such job).
+    ``start_over``: the start of the job that claimed the pool has returned."""
+    if found is None or found.pool is not PoolStatus.AVAILABLE:
+        what = "SageMaker has no such job" if found is None else f"its pool is {found.pool}"
+        return ForgetPool(what)
+    if pool.claimed_by is None:
+        return KeepPool("still available")
+    if start_over or now - (pool.claimed_at or now) > START_GRACE_SECONDS:
+        return UnclaimPool(f"{pool.claimed_by} did not start on it")
+    return KeepPool(f"{pool.claimed_by} may still be starting on it")
 
 
 # -- helpers --------------------------------------------------------------------------------

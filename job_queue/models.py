@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from job_queue import warm_pools
+
 
 class JobState(StrEnum):
     """Where a queued job is in its life. The value is what the API and the CLI show."""
@@ -76,6 +78,7 @@ class Attempt:
     outcome: Outcome | None = None  # None while it runs
     failure_reason: str | None = None
     preempted_by: str | None = None
+    warm_pool: str | None = None  # started on the warm pool this SageMaker job left
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,24 @@ class Job:
     first_started_at: float | None = None
     ended_at: float | None = None
     share: str | None = None  # its quota share, when the queue has shares
+    warm_pool: str | None = None  # its current attempt starts on this SageMaker job's pool
 
     @property
     def max_runtime(self) -> float | None:
         """StoppingCondition.MaxRuntimeInSeconds: how long an attempt may run at most."""
         value = (self.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
         return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def keep_alive(self) -> int:
+        """ResourceConfig.KeepAlivePeriodInSeconds: how long its instances stay in a warm pool
+        after an attempt ends (0: no pool)."""
+        return warm_pools.keep_alive(self.request)
+
+    @property
+    def warm_key(self) -> str | None:
+        """The configuration a warm pool is matched on (None: it can use none)."""
+        return warm_pools.warm_key(self.request)
 
     @property
     def preemptions(self) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from job_queue.config import Layout
 from job_queue.scheduler import ActiveJob, ShareLedger
 from job_queue.scheduler.shares import ShareUsage
+from job_queue.scheduler.snapshot import WarmPool
 
 
 @dataclass
@@ -15,19 +16,29 @@ class Report:
     """Filled in by the service as it works; the handler turns it into metrics."""
 
     waits_at_start: list[float] = field(default_factory=list)
+    warm_starts: int = 0  # of those starts, how many on a warm pool
     preemptions: int = 0
-    instances_in_use: dict[str, int] = field(default_factory=dict)
+    instances_in_use: dict[str, int] = field(default_factory=dict)  # jobs and pools
+    warm_pool_instances: dict[str, int] = field(default_factory=dict)  # of those, pools
     queue_depth: int | None = None
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
 
-    def record_usage(self, holders: Iterable[ActiveJob], layout: Layout) -> None:
-        """The instances held per type (and per share) as a pass found them."""
-        holders = list(holders)
-        in_use = dict.fromkeys(layout.capacity, 0)
-        for active in holders:
-            for itype, count in active.demand.items():
-                in_use[itype] = in_use.get(itype, 0) + count
-        self.instances_in_use = in_use
+    def record_usage(
+        self, jobs: Iterable[ActiveJob], pools: Iterable[WarmPool], layout: Layout
+    ) -> None:
+        """The instances held per type — by jobs and idle warm pools — (and per share) as a
+        pass found them."""
+        jobs, pools = list(jobs), list(pools)
+        self.instances_in_use = _per_type([*jobs, *pools], layout)
+        self.warm_pool_instances = _per_type(pools, layout)
         if layout.shares:
-            self.share_usage = ShareLedger(layout.shares, holders).usage()
+            self.share_usage = ShareLedger(layout.shares, [*jobs, *pools]).usage()
+
+
+def _per_type(holders, layout: Layout) -> dict[str, int]:
+    counts = dict.fromkeys(layout.capacity, 0)
+    for holder in holders:
+        for itype, count in holder.demand.items():
+            counts[itype] = counts.get(itype, 0) + count
+    return counts

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from job_queue import tags
+from job_queue import tags, warm_pools
 from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Demand
 
@@ -94,6 +94,7 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
     if role not in allowed_roles:
         raise RoleNotAllowed(f"RoleArn {role} is not one this queue may pass to SageMaker")
     demand = instance_demand(request["ResourceConfig"])
+    warm_pools.check_keep_alive(request)
     return Submission(
         name=job_name,
         priority=priority_of(request.get("Tags")),
@@ -111,12 +112,6 @@ def instance_demand(resource_config: object) -> dict[str, int]:
     """Instances per type that a job holds: InstanceCount of InstanceType, or all groups."""
     if not isinstance(resource_config, dict):
         raise InvalidRequest.must("ResourceConfig", "be an object")
-    if resource_config.get("KeepAlivePeriodInSeconds"):
-        raise InvalidRequest.of(
-            "ResourceConfig.KeepAlivePeriodInSeconds",
-            "warm pools keep instances after a job ends, outside the queue's capacity; "
-            "submit without keep_alive_period_in_seconds",
-        )
     groups = resource_config.get("InstanceGroups")
     if groups is not None:
         if not isinstance(groups, list) or not groups:

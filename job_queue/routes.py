@@ -11,7 +11,7 @@ from job_queue.request import parse_body, parse_json
 from job_queue.scheduler import positions
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
-from job_queue.views import active_row, job_detail, shares_view, waiting_row
+from job_queue.views import active_row, job_detail, pool_row, shares_view, waiting_row
 
 
 def make_app(service: QueueService) -> APIGatewayRestResolver:
@@ -33,14 +33,15 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
 
     @app.get("/jobs")
     def list_jobs():
-        pool, waiting, layout = service.queue()
+        held, waiting, layout = service.queue()
         now = service.clock()
         # Active jobs first, highest priority first (the reverse of the preemption order),
         # then the waiting queue in the order jobs will start.
-        active = sorted(pool.jobs, key=preemption_order, reverse=True)
-        rows = [active_row(j, pool.attempt_names[j.name], now) for j in active]
+        active = sorted(held.jobs, key=preemption_order, reverse=True)
+        rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
         rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
-        return _json(200, {"jobs": rows, "capacity": dict(layout.capacity)})
+        pools = [pool_row(p, now) for p in held.idle_pools if p.expires_at > now]
+        return _json(200, {"jobs": rows, "pools": pools, "capacity": dict(layout.capacity)})
 
     @app.get("/shares")
     def list_shares():

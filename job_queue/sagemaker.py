@@ -56,10 +56,7 @@ class SageMakerStatus(StrEnum):
     @classmethod
     def parse(cls, value: object) -> SageMakerStatus | None:
         """The status, or None for a value the queue does not know (it ignores those)."""
-        try:
-            return cls(value)
-        except ValueError:
-            return None
+        return _parse(cls, value)
 
 
 _ENDED = frozenset({SageMakerStatus.COMPLETED, SageMakerStatus.FAILED, SageMakerStatus.STOPPED})
@@ -78,6 +75,15 @@ class StartResult:
     message: str = ""
 
 
+class PoolStatus(StrEnum):
+    """``WarmPoolStatus.Status``: what became of a job's warm pool."""
+
+    AVAILABLE = "Available"  # idle, for a matching job
+    IN_USE = "InUse"  # the job runs on a pool another one left
+    REUSED = "Reused"  # moved to the job ``ReusedByJob``
+    TERMINATED = "Terminated"  # released, expired, or ended by SageMaker
+
+
 @dataclass(frozen=True)
 class TrainingJobStatus:
     """What DescribeTrainingJob (or a state-change event) says about a SageMaker job."""
@@ -86,6 +92,9 @@ class TrainingJobStatus:
     status: SageMakerStatus | None  # None: a status the queue does not know
     failure_reason: str | None
     arn: str = ""
+    ended_at: float | None = None  # TrainingEndTime
+    pool: PoolStatus | None = None  # WarmPoolStatus.Status: None without a pool
+    pool_reused_by: str | None = None  # WarmPoolStatus.ReusedByJob
 
 
 class SageMakerGateway:
@@ -157,12 +166,33 @@ class SageMakerGateway:
             raise SageMakerError(f"DescribeTrainingJob: {code}: {message}") from exc
         except BotoCoreError as exc:
             raise SageMakerError(f"DescribeTrainingJob: {exc}") from exc
+        warm = found.get("WarmPoolStatus") or {}
+        ended = found.get("TrainingEndTime")
         return TrainingJobStatus(
             name=found["TrainingJobName"],
             status=SageMakerStatus.parse(found["TrainingJobStatus"]),
             failure_reason=found.get("FailureReason"),
             arn=found.get("TrainingJobArn", ""),
+            ended_at=ended.timestamp() if ended is not None else None,
+            pool=_parse(PoolStatus, warm.get("Status")),
+            pool_reused_by=warm.get("ReusedByJob"),
         )
+
+    def release_pool(self, sagemaker_name: str) -> None:
+        """End the warm pool ``sagemaker_name`` left, at once (keep-alive 0). A pool that is
+        no longer available (reused, expired) is fine."""
+        try:
+            self._call(
+                self._client.update_training_job,
+                TrainingJobName=sagemaker_name,
+                ResourceConfig={"KeepAlivePeriodInSeconds": 0},
+            )
+        except ClientError as exc:
+            code, message = _error(exc)
+            if code not in ("ValidationException", "ResourceNotFound"):
+                raise SageMakerError(f"UpdateTrainingJob: {code}: {message}") from exc
+        except BotoCoreError as exc:
+            raise SageMakerError(f"UpdateTrainingJob: {exc}") from exc
 
     def _adopt(self, sagemaker_name: str, job_name: str, attempt: int, message: str):
         # The name exists: either our own earlier call got through (a retried start), or
@@ -194,6 +224,13 @@ class SageMakerGateway:
                     raise
                 self._sleep(min(2.0, 0.1 * 2**attempt) * random.uniform(0.5, 1.0))
         raise AssertionError("unreachable")
+
+
+def _parse(enum, value):
+    try:
+        return enum(value)
+    except ValueError:
+        return None
 
 
 def _error(exc: ClientError) -> tuple[str, str]:

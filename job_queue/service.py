@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import lifecycle, tags
+from job_queue import lifecycle, tags, warm_pools
+from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
 from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.models import Job, JobState
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
-from job_queue.sagemaker import SageMakerGateway, SageMakerStatus, StartOutcome, attempt_name
+from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import ActiveJob, Plan, ShareLedger, WaitingJob, make_planner
 from job_queue.scheduler.shares import ShareUsage
+from job_queue.scheduler.snapshot import WarmPool
 from job_queue.share_config import SharesError, dumps_shares, parse_shares
-from job_queue.store import DynamoJobStore, Pool
+from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
 
@@ -66,6 +68,7 @@ class QueueService:
         self._backoff = lifecycle.Backoff(
             settings.start_retry_base_seconds, settings.start_retry_max_seconds
         )
+        self._actions = Actions(store, sagemaker, clock, self._backoff, self.report)
 
     # -- API -------------------------------------------------------------------------------
 
@@ -74,6 +77,7 @@ class QueueService:
         layout = self.layout()
         submission = validate_submission(request, self.settings.allowed_role_arns)
         share = admit(submission, layout)
+        queued = warm_pools.with_default_keep_alive(request, self.settings.keep_alive_seconds)
         existing = self.store.get(submission.name)
         if existing is None:
             job = Job(
@@ -83,7 +87,7 @@ class QueueService:
                 demand=submission.demand,
                 state=JobState.PENDING,
                 submitted_at=self.clock(),
-                request=submission.request,
+                request=queued,
                 request_hash=submission.request_hash,
                 share=share,
             )
@@ -108,24 +112,24 @@ class QueueService:
     def position(self, job: Job) -> int | None:
         return self.store.position(job) if job.state.is_waiting else None
 
-    def layout(self, pool: Pool | None = None) -> Layout:
+    def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
-        pool item)."""
-        pool = pool or self.store.pool()
-        return self.settings.layout(pool.shares_text, pool.shares_deployed)
+        holders' item)."""
+        held = held or self.store.holders()
+        return self.settings.layout(held.shares_text, held.shares_deployed)
 
-    def queue(self) -> tuple[Pool, list[WaitingJob], Layout]:
+    def queue(self) -> tuple[Holders, list[WaitingJob], Layout]:
         """Active jobs, the waiting queue in queue order, and the capacity in effect."""
-        pool = self.store.pool()
-        layout = self.layout(pool)
+        held = self.store.holders()
+        layout = self.layout(held)
         partitions = [None, *(s.name for s in layout.shares)]
-        return pool, list(self.store.waiting(list(layout.capacity), shares=partitions)), layout
+        return held, list(self.store.waiting(list(layout.capacity), shares=partitions)), layout
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int]]:
         """The shares in effect, each share's use per instance type, and its waiting jobs."""
-        pool = self.store.pool()
-        layout = self.layout(pool)
-        usage = ShareLedger(layout.shares, pool.jobs).usage()
+        held = self.store.holders()
+        layout = self.layout(held)
+        usage = ShareLedger(layout.shares, [*held.jobs, *held.idle_pools]).usage()
         types = list(layout.capacity)
         return layout, usage, {s.name: self.store.depth(types, s.name) for s in layout.shares}
 
@@ -142,9 +146,9 @@ class QueueService:
                 f"the default share {default} (DefaultShare) must remain among the shares"
             )
         for _ in range(_RETRIES):
-            pool = self.store.pool()
+            held = self.store.holders()
             try:
-                self.store.set_shares(dumps_shares(shares), self.settings.shares_text, pool.version)
+                self.store.set_shares(dumps_shares(shares), self.settings.shares_text, held.version)
                 break
             except StaleState:
                 continue
@@ -202,7 +206,8 @@ class QueueService:
 
     def on_state_change(self, detail: dict) -> None:
         """A 'SageMaker Training Job State Change' event. Foreign, stale and repeated events
-        change nothing."""
+        change nothing. A job that may have left a warm pool is described first; if SageMaker
+        does not answer, the event fails and is retried (the sweep repairs it anyway)."""
         sagemaker_name = detail.get("TrainingJobName")
         name = tags.queued_job(detail.get("Tags") or {}, self.settings.queue_name)
         if name is None:
@@ -210,26 +215,38 @@ class QueueService:
             return
         status = SageMakerStatus.parse(detail.get("TrainingJobStatus"))
         reason = detail.get("FailureReason")
-        self._decide(
-            self.store.get(name),
-            lambda job: lifecycle.on_status(
-                job, sagemaker_name, status, reason, self.clock(), self._backoff
+        job = self.store.get(name)
+        found = None
+        if lifecycle.may_leave_pool(job, sagemaker_name, status, reason):
+            found = self.sagemaker.describe(sagemaker_name)
+        self._actions.decide(
+            job,
+            lambda current: lifecycle.on_status(
+                current, sagemaker_name, status, reason, self.clock(), self._backoff, found
             ),
         )
         self.schedule()
 
     def reconcile(self) -> None:
-        """Repair drift (a missed event, an interrupted start or stop) from DescribeTrainingJob
-        on the jobs the table says hold instances, then schedule."""
-        pool = self.store.pool()
-        for active in pool.jobs:
+        """Repair drift (a missed event, an interrupted start or stop, a warm pool that ended)
+        from DescribeTrainingJob on the jobs and pools the table says hold instances, then
+        schedule."""
+        held = self.store.holders()
+        for holder in [*held.jobs, *held.pools]:
             try:
-                self._repair(active)
+                if isinstance(holder, WarmPool):
+                    found = self.sagemaker.describe(holder.name)
+                    self._actions.act_on_pool(
+                        holder, lifecycle.on_pool(holder, found, self.clock())
+                    )
+                else:
+                    self._repair(holder)
             except (StaleState, SageMakerError) as exc:
                 # Another invocation moved it on, or SageMaker refused for now: the next
-                # sweep looks again. One job must not stop the sweep for the others.
-                logger.warning(f"could not check job now: {exc}", extra={"job": active.name})
-        layout = self.layout(pool)
+                # sweep looks again. One holder must not stop the sweep for the others.
+                name = holder.job if isinstance(holder, WarmPool) else holder.name
+                logger.warning(f"could not check now: {exc}", extra={"job": name})
+        layout = self.layout(held)
         self.report.queue_depth = self.store.depth(list(layout.capacity))
         for share in layout.shares:
             self.report.waiting_by_share[share.name] = self.store.depth(
@@ -245,39 +262,47 @@ class QueueService:
             return
         described = job.attempt_name
         found = self.sagemaker.describe(described)
-        self._decide(
+        self._actions.decide(
             job,
             lambda current: lifecycle.on_description(
                 current, described, found, active.started_at, self.clock(), self._backoff
             ),
         )
 
+    def _check_pool(self, pool: WarmPool) -> None:
+        found = self.sagemaker.describe(pool.name)
+        self._actions.act_on_pool(pool, lifecycle.on_pool(pool, found, self.clock()))
+
     # -- scheduling ------------------------------------------------------------------------
 
     def schedule(self) -> Plan:
-        """One scheduling pass: read the pool and as much of the queue as needed, plan, act.
-
-        A lost race (another invocation changed the pool) re-reads and plans again.
+        """One scheduling pass: read the holders and as much of the queue as needed, plan,
+        act. A lost race (another invocation changed the holders) re-reads and plans again.
         """
         plan = Plan()
         for _ in range(_SCHEDULING_ROUNDS):
-            pool, plan = self._plan()
+            held, plan = self._plan()
             if plan.empty:
                 return plan
             try:
-                self._carry_out(plan, pool)
+                self._actions.carry_out(plan, held)
                 return plan
             except StaleState:
                 logger.debug("another invocation changed the queue; planning again")
         logger.warning("scheduling pass gave up after repeated races; the next event retries")
         return plan
 
-    def _plan(self) -> tuple[Pool, Plan]:
-        pool = self.store.pool()
-        layout = self.layout(pool)
-        self.report.record_usage(pool.jobs, layout)
+    def _plan(self) -> tuple[Holders, Plan]:
+        held = self.store.holders()
+        layout = self.layout(held)
+        self.report.record_usage(held.jobs, held.idle_pools, layout)
         planner = make_planner(
-            pool.jobs, layout.capacity, self.clock(), self.settings.policy, layout.shares
+            held.jobs,
+            layout.capacity,
+            self.clock(),
+            self.settings.policy,
+            layout.shares,
+            held.idle_pools,
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
@@ -286,111 +311,7 @@ class QueueService:
             planner.offer(waiting)
             if not planner.open_types:
                 break
-        return pool, planner.plan()
-
-    def _carry_out(self, plan: Plan, pool: Pool) -> None:
-        version = pool.version
-        now = self.clock()
-        for preemption in plan.preemptions:
-            victim = self.store.get(preemption.victim.name)
-            if victim is None or victim.state != JobState.RUNNING:
-                raise StaleState(f"{preemption.victim.name} is no longer running")
-            self.store.begin_stop(
-                victim,
-                JobState.PREEMPTING,
-                now,
-                preempted_by=preemption.preemptor,
-                pool_version=version,
-            )
-            version += 1
-            logger.info(preemption.reason, extra={"job": victim.name})
-            self.report.preemptions += 1
-            self.sagemaker.stop(victim.attempt_name)
-        claimed: list[tuple[Job, str]] = []
-        try:
-            for waiting in plan.starts:
-                job = self.store.get(waiting.name)
-                if job is None or not job.state.is_waiting:
-                    raise StaleState(f"{waiting.name} is no longer waiting")
-                name = attempt_name(job.name, job.seq, len(job.attempts) + 1)
-                self.store.claim(waiting, name, version, now)
-                version += 1
-                claimed.append((replace(job, state=JobState.STARTING, attempt_name=name), name))
-        finally:
-            # What was claimed is started even if a later claim lost a race.
-            for job, name in claimed:
-                self._create(job, name)
-
-    def _create(self, job: Job, sagemaker_name: str) -> None:
-        result = self.sagemaker.start(job.request, sagemaker_name, job.name, len(job.attempts) + 1)
-        log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
-        if result.outcome is StartOutcome.UNKNOWN:
-            logger.warning(
-                f"start outcome unknown, the sweep will check: {result.message}", extra=log
-            )
-        elif result.outcome is StartOutcome.REFUSED:
-            logger.warning(f"start refused, will retry: {result.message}", extra=log)
-        elif result.outcome is StartOutcome.INVALID:
-            logger.warning(f"start failed: {result.message}", extra=log)
-
-        def decide(current: Job) -> lifecycle.Decision:
-            return lifecycle.on_start(current, sagemaker_name, result, self.clock(), self._backoff)
-
-        try:
-            self._act(job, decide(job))
-        except StaleState:
-            # Cancelled while CreateTrainingJob was under way: decide again on what it is now.
-            current = self.store.get(job.name)
-            if current is not None:
-                self._act(current, decide(current))
-            return
-        if result.outcome is StartOutcome.STARTED:
-            self.report.waits_at_start.append(self.clock() - job.submitted_at)
-            logger.info("job started", extra=log)
-
-    def _decide(self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]):
-        """Carry out ``decide(job)``; when the write loses a race, re-read and decide again."""
-        for _ in range(_RETRIES):
-            try:
-                self._act(job, decide(job))
-                return
-            except StaleState:
-                job = self.store.get(job.name)
-
-    def _act(self, job: Job, decision: lifecycle.Decision) -> None:
-        """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""
-        now = self.clock()
-        match decision:
-            case lifecycle.Ignore(why):
-                logger.debug(f"nothing to do: {why}", extra={"job": job and job.name})
-            case lifecycle.MarkRunning(attempt):
-                self.store.mark_running(job, attempt)
-            case lifecycle.Settle(state, attempts, failure_reason):
-                changes: dict = {}
-                if attempts is not None:
-                    changes["attempts"] = attempts
-                if failure_reason is not None:
-                    changes["failure_reason"] = failure_reason
-                self.store.settle(job, state, now, **changes)
-                log = {"job": job.name, "sagemaker_job": job.attempt_name}
-                logger.info(f"job {state}", extra=log)
-            case lifecycle.BackOff(not_before, failures, last_error, attempts):
-                changes = {} if attempts is None else {"attempts": attempts}
-                self.store.settle(
-                    job,
-                    JobState.PENDING,
-                    now,
-                    not_before=not_before,
-                    start_failures=failures,
-                    last_error=last_error,
-                    **changes,
-                )
-            case lifecycle.RetryStart():
-                logger.info("retrying an interrupted start", extra={"job": job.name})
-                self._create(job, job.attempt_name)
-            case lifecycle.Stop(why):
-                logger.info(f"stopping: {why}", extra={"job": job.name})
-                self.sagemaker.stop(job.attempt_name)
+        return held, planner.plan()
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from job_queue.config import Layout
 from job_queue.models import Demand, Job
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.shares import ShareUsage
+from job_queue.scheduler.snapshot import WarmPool
 from job_queue.share_config import share_to_dict
 
 
@@ -44,6 +45,7 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
             (job.first_started_at or job.ended_at or now) - job.submitted_at, 1
         ),
         "sagemaker_job_name": job.attempt_name,
+        "keep_alive_seconds": job.keep_alive,
         "preemptions": job.preemptions,
         "preempted_by": job.preempted_by,
         "failure_reason": job.failure_reason,
@@ -59,6 +61,8 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
                 "outcome": a.outcome,
                 "failure_reason": a.failure_reason,
                 "preempted_by": a.preempted_by,
+                "start": "warm" if a.warm_pool else "cold",
+                "warm_pool_of": a.warm_pool,
             }
             for a in job.attempts
         ],
@@ -91,6 +95,19 @@ def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+    }
+
+
+def pool_row(pool: WarmPool, now: float) -> dict:
+    """An idle warm pool, as GET /jobs lists it: whose it is, what it holds, until when."""
+    return {
+        "job": pool.job,
+        "sagemaker_job_name": pool.name,
+        "share": pool.share,
+        **_instances(pool.demand),
+        "available_since": iso(pool.since),
+        "expires_at": iso(pool.expires_at),
+        "expires_in_seconds": max(0.0, round(pool.expires_at - now, 1)),
     }
 
 

@@ -1,9 +1,11 @@
 """`make demo`: the blog's scenario through `estimator.fit()`, over HTTP, on this machine.
 
 `smq local-api` is started in-process (the real Lambda handler behind a local API, AWS
-emulated, real time: a stop takes a second). Four PyTorch estimators, each with a
+emulated, real time: a stop takes a second). Four PyTorch estimators with the post's own
+arguments (a priority tag, `keep_alive_period_in_seconds=60`), each with a
 `QueueTrainingJobSession`, call `fit(wait=False)`: job1 (priority 1), job2 (2) and job3 (1)
-on two ml.p5.48xlarge; then job4 (3) arrives and preempts job1.
+on two ml.p5.48xlarge; then job4 (3) arrives and preempts job1. Every job leaves its
+instances in a warm pool, so each next job starts on the instances the team already holds.
 
 The emulated jobs train until the story says they finish: the demo tells the emulator when
 (job2 first, then job4, then the rest), and waits for the queue to react before the next
@@ -47,14 +49,21 @@ def run(
         _exported(local.environment()),
     ):
         from tjq.api import QueueClient
-        from tjq.table import queue_table
+        from tjq.table import pool_lines, queue_table
 
         client = QueueClient.from_environment()
         started = time.monotonic()
 
-        def step(title: str, until: Callable[[list[dict]], bool]) -> None:
-            jobs = _wait_for(client, until, title)
+        def step(title: str, until: Callable[[list[dict]], bool], started_on_pool=()) -> None:
+            answer = _wait_for(client, until, title)
+            jobs = answer["jobs"]
             out(f"\n[{time.monotonic() - started:4.1f}s] {title}")
+            for name in started_on_pool:
+                attempt = client.job(name)["attempts"][-1]
+                if attempt["start"] == "warm":
+                    out(f"[demo] {name} started on the warm pool of {attempt['warm_pool_of']}")
+            for line in pool_lines(answer.get("pools", [])):
+                out(f"[demo] {line}")
             out(queue_table(jobs))
             tables.append([(j["name"], j["state"], j["priority"]) for j in jobs])
 
@@ -81,21 +90,24 @@ def run(
                 lambda jobs: _states(jobs).get("job4") in ("pending", "running"),
             )
             step(
-                "job1 stopped and back in the queue, in its place; job4 runs",
+                "job1 stopped and back in the queue, in its place; job4 runs on job1's instances",
                 lambda jobs: (
                     _states(jobs).get("job1") == "preempted"
                     and _states(jobs).get("job4") == "running"
                 ),
+                started_on_pool=["job4"],
             )
             finish("job2")
             step(
                 "job2 completed first: job1 resumes ahead of job3 (same priority, queued first)",
                 lambda jobs: "job2" not in _states(jobs) and _states(jobs).get("job1") == "running",
+                started_on_pool=["job1"],
             )
             finish("job4")
             step(
                 "job4 completed: job3 starts",
                 lambda jobs: "job4" not in _states(jobs) and _states(jobs).get("job3") == "running",
+                started_on_pool=["job3"],
             )
             finish("job1", "job3")
             step("job1 and job3 completed", lambda jobs: not jobs)
@@ -117,6 +129,7 @@ def _fit(name: str, priority: int, source: str, out: Callable[[str], None]) -> N
         instance_count=1,
         framework_version="2.3",
         py_version="py311",
+        keep_alive_period_in_seconds=60,
         sagemaker_session=QueueTrainingJobSession(out=out),
         tags=[{"Key": tags.PRIORITY, "Value": str(priority)}],
     )
@@ -144,13 +157,14 @@ def _states(jobs: list[dict]) -> dict[str, str]:
 
 def _wait_for(
     client, until: Callable[[list[dict]], bool], step: str, timeout: float = 120.0
-) -> list[dict]:
-    """The queue once ``until`` holds for it (it may take a stop's time, or a busy machine's)."""
+) -> dict:
+    """GET /jobs once ``until`` holds for its jobs (it may take a stop's time, or a busy
+    machine's)."""
     deadline = time.monotonic() + timeout
     while True:
-        jobs = client.jobs()["jobs"]
-        if until(jobs):
-            return jobs
+        answer = client.jobs()
+        if until(answer["jobs"]):
+            return answer
         if time.monotonic() > deadline:
             raise TimeoutError(f"the queue did not reach this step in {timeout:g}s: {step}")
         time.sleep(0.05)
@@ -165,7 +179,7 @@ def main() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     print(
         f"Capacity: 2 x {INSTANCE}. Each job trains until the story says it finishes; "
-        f"a stop takes {STOP_SECONDS:g}s."
+        f"a stop takes {STOP_SECONDS:g}s; every job keeps its instances in a warm pool for 60s."
     )
     run()
 

@@ -165,8 +165,16 @@ def _describe_state(job: dict, position: int | None) -> str:
         share = f", share {job['share']}" if job.get("share") else ""
         return f"queued at position {position} (priority {job['priority']}{share})"
     if state in _STARTED:
-        return f"started as SageMaker job {job['sagemaker_job_name']}"
+        return f"started as SageMaker job {job['sagemaker_job_name']}{_on_pool(job)}"
     return state
+
+
+def _on_pool(job: dict) -> str:
+    """ ", on the warm pool of <SageMaker job>" for an attempt that started on one."""
+    attempts = job.get("attempts") or []
+    if attempts and attempts[-1].get("start") == "warm":
+        return f", on the warm pool of {attempts[-1]['warm_pool_of']}"
+    return ""
 
 
 def _progress(last: dict | None, job: dict) -> str | None:
@@ -182,7 +190,7 @@ def _progress(last: dict | None, job: dict) -> str | None:
         if last["state"] in _STARTED:
             return None
         verb = "resumed" if job["preemptions"] else "started"
-        return f"{verb} as SageMaker job {job['sagemaker_job_name']}"
+        return f"{verb} as SageMaker job {job['sagemaker_job_name']}{_on_pool(job)}"
     if state == JobState.PREEMPTING:
         return f"preempted by {job['preempted_by']}; stopping"
     if state == JobState.PREEMPTED:

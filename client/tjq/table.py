@@ -31,6 +31,16 @@ def queue_table(jobs: list[dict]) -> str:
     return tabulate(rows, headers=headers, disable_numparse=True)
 
 
+def pool_lines(pools: list[dict]) -> list[str]:
+    """Idle warm pools of GET /jobs, a line each: whose, what they hold, until when."""
+    return [
+        f"warm pool of {p['job']}: {p['instance_count']} x {p['instance_type']}, "
+        f"expires in {duration(p['expires_in_seconds'])}"
+        + (f" (share {p['share']})" if p.get("share") else "")
+        for p in pools
+    ]
+
+
 def shares_table(shares: list[dict]) -> str:
     """Rows of GET /shares: per share and instance type, what it may hold and holds."""
     if not shares:

@@ -1,20 +1,25 @@
 """Physical instances during one pass: free now, and releasing (held by stopping jobs, free
-once their stops finish). Plain dicts per instance type, shared by both planners."""
+once their stops finish). Plain dicts per instance type, shared by both planners. Idle warm
+pools hold instances too: they are neither free nor releasing until released."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 from job_queue.models import Demand
-from job_queue.scheduler.snapshot import ActiveJob
+from job_queue.scheduler.snapshot import ActiveJob, WarmPool
 
 
 def free_and_releasing(
-    capacity: Mapping[str, int], active: Iterable[ActiveJob]
+    capacity: Mapping[str, int], active: Iterable[ActiveJob], pools: Iterable[WarmPool] = ()
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Instances free now and instances stopping jobs are about to free, per type."""
     free = dict(capacity)
     releasing = dict.fromkeys(capacity, 0)
+    for pool in pools:
+        for itype, count in pool.demand.items():
+            if itype in free:
+                free[itype] -= count
     for job in active:
         for itype, count in job.demand.items():
             if itype in free:

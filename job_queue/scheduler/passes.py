@@ -14,7 +14,7 @@ from typing import Protocol
 from job_queue.scheduler.planner import DEFAULT_POLICY, Planner
 from job_queue.scheduler.share_planner import SharePlanner
 from job_queue.scheduler.shares import Share
-from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, WaitingJob
+from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, WaitingJob, WarmPool
 
 
 class SchedulingPass(Protocol):
@@ -50,12 +50,13 @@ def make_planner(
     now: float,
     policy: Policy = DEFAULT_POLICY,
     shares: Sequence[Share] = (),
+    pools: Iterable[WarmPool] = (),
 ) -> SchedulingPass:
     """The single queue's :class:`Planner`, or with quota shares a :class:`SharePlanner`
-    (whose capacity is the sum of the shares' limits)."""
+    (whose capacity is the sum of the shares' limits); ``pools`` the idle warm pools."""
     if shares:
-        return SharePlanner(active, shares, now, policy)
-    return Planner(active, capacity, now, policy)
+        return SharePlanner(active, shares, now, policy, pools)
+    return Planner(active, capacity, now, policy, pools)
 
 
 def plan(
@@ -65,9 +66,10 @@ def plan(
     now: float,
     policy: Policy = DEFAULT_POLICY,
     shares: Sequence[Share] = (),
+    pools: Iterable[WarmPool] = (),
 ) -> Plan:
     """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
-    planner = make_planner(active, capacity, now, policy, shares)
+    planner = make_planner(active, capacity, now, policy, shares, pools)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:

@@ -4,11 +4,14 @@ Pure: no I/O, no clock. The same code runs in the Lambda and in the simulator.
 
 Rules, in queue order (priority high to low, then submission order):
 
-* A job starts when every instance type it needs has enough free instances.
-* Otherwise it may claim instances that stopping jobs are about to free, and, if that is
-  still not enough, preempt running jobs of strictly lower priority: lowest priority first,
-  then the most recently started; only as many as it needs, and only if they let it start.
-  A job that has run for less than the policy's minimum run time is not a candidate.
+* A job whose configuration matches an idle warm pool starts on it (the oldest such pool).
+* Otherwise it starts when every instance type it needs has enough free instances.
+* Otherwise it may claim instances that stopping jobs are about to free; if that is not
+  enough, idle warm pools it does not match are released for it (the oldest first, only as
+  many as it needs); if that is still not enough, it preempts running jobs of strictly lower
+  priority: lowest priority first, then the most recently started; only as many as it
+  needs, and only if they let it start. A job that has run for less than the policy's
+  minimum run time is not a candidate.
 * A job that can start neither now nor after those stops holds back every later job that
   needs one of its instance types, so that equal priorities stay first come, first served
   and a big job is not starved by small ones. Jobs of other types are not held back.
@@ -17,7 +20,8 @@ Rules, in queue order (priority high to low, then submission order):
   it could start at the latest (every running job using its whole MaxRuntimeInSeconds)
   instead of closing it: a later job may start in the free instances if it fits now and is
   bound to end before that time (EASY backfilling). Behind a reservation, jobs only
-  backfill; they do not preempt.
+  backfill (on free instances, their own warm pool, or pools released for them); they do not
+  preempt.
 """
 
 from __future__ import annotations
@@ -29,7 +33,16 @@ from collections.abc import Iterable, Mapping
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import preemption_candidates
-from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+from job_queue.scheduler.pools import IdlePools, pools_to_release
+from job_queue.scheduler.snapshot import (
+    ActiveJob,
+    Plan,
+    Policy,
+    Preemption,
+    Release,
+    WaitingJob,
+    WarmPool,
+)
 from job_queue.scheduler.victims import MissingInstances, choose_victims
 
 DEFAULT_POLICY = Policy()
@@ -56,12 +69,14 @@ class Planner:
         capacity: Mapping[str, int],
         now: float,
         policy: Policy = DEFAULT_POLICY,
+        pools: Iterable[WarmPool] = (),
     ) -> None:
         self._capacity = dict(capacity)
         self._now = now
         self._policy = policy
         active = list(active)
-        self._free, self._releasing = free_and_releasing(self._capacity, active)
+        self._pools = IdlePools(pools, now)
+        self._free, self._releasing = free_and_releasing(self._capacity, active, self._pools.held)
         self._running = [job for job in active if job.state is JobState.RUNNING]
         self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
         self._held_types: set[str] = set()  # closed: no later job of these types starts
@@ -71,6 +86,8 @@ class Planner:
         self._backfill_examined = 0
         self._starts: list[WaitingJob] = []
         self._preemptions: list[Preemption] = []
+        self._releases: list[Release] = []
+        self._warm: dict[str, WarmPool] = {}
 
     @property
     def open_types(self) -> frozenset[str]:
@@ -84,7 +101,10 @@ class Planner:
             itype
             for itype in self._capacity
             if itype not in self._held_types
-            and (itype not in self._reserved or (window_left and self._free[itype] > 0))
+            and (
+                itype not in self._reserved
+                or (window_left and self._free[itype] + self._pools.instances(itype) > 0)
+            )
         )
 
     def is_open(self, itype: str, share: str | None = None) -> bool:
@@ -103,13 +123,21 @@ class Planner:
         if any(itype in self._held_types for itype in job.demand):
             self._held_types.update(job.demand)
             return
+        pool = self._pools.matching(job)
         reserved_from = min((self._reserved.get(t, math.inf) for t in job.demand), default=math.inf)
         if reserved_from < math.inf:
             self._backfill_examined += 1
-            if self._bound_end(job) <= reserved_from and not _missing(job.demand, self._free):
-                self._start(job)  # backfill: done before the held job can start
+            if self._bound_end(job) <= reserved_from:
+                # Backfill: done before the held job can start.
+                if pool is not None:
+                    self._start_on(job, pool)
+                elif self._release_for(job, _missing(job.demand, self._free)):
+                    self._start(job)
             # Otherwise it waits; the first held job's reservation stands (as in EASY
             # backfilling, only that job's start is protected).
+            return
+        if pool is not None:
+            self._start_on(job, pool)
             return
 
         missing = _missing(job.demand, self._free)
@@ -118,13 +146,17 @@ class Planner:
             return
 
         uncovered = _missing(missing, self._releasing)
-        victims: tuple[ActiveJob, ...] = ()
+        victims: list[ActiveJob] = []
         if uncovered:
-            found = self._victims_for(job, uncovered) if self._policy.preemption else None
+            found = self._make_room(job, uncovered)
             if found is None:
                 self._hold(job)
                 return
-            victims = found
+            self._release([h for h in found if isinstance(h, WarmPool)], job)
+            victims = [h for h in found if isinstance(h, ActiveJob)]
+            if not victims and not _missing(job.demand, self._free):
+                self._start(job)  # on the released pools' instances
+                return
 
         for victim in victims:
             self._candidates().remove(victim)
@@ -139,6 +171,33 @@ class Planner:
         take(self._free, self._releasing, job.demand)
         self._starts.append(job)
         self._started_ends.append((self._bound_end(job), job.demand))
+
+    def _start_on(self, job: WaitingJob, pool: WarmPool) -> None:
+        """Start ``job`` on an idle pool of its configuration: it keeps the pool's instances."""
+        self._pools.remove(pool)
+        self._warm[job.name] = pool
+        self._starts.append(job)
+        self._started_ends.append((self._bound_end(job), job.demand))
+
+    def _release_for(self, job: WaitingJob, missing: Demand) -> bool:
+        """Release the fewest idle pools (oldest first) whose instances, free at once, cover
+        ``missing``. True if covered (nothing missing: True)."""
+        if not missing:
+            return True
+        chosen = pools_to_release(self._pools.of_types(missing), missing)
+        if chosen is None:
+            return False
+        self._release(chosen, job)
+        return True
+
+    def _release(self, pools: Iterable[WarmPool], job: WaitingJob) -> None:
+        for pool in pools:
+            self._pools.remove(pool)
+            for itype, count in pool.demand.items():
+                self._free[itype] += count
+            self._releases.append(
+                Release(pool, job.name, f"released for {job.name}, which it does not match")
+            )
 
     def _hold(self, job: WaitingJob) -> None:
         """The job waits; later jobs of its types wait too, or, with backfill, may use the
@@ -155,7 +214,7 @@ class Planner:
         stopping ones now. Infinite when a job it waits for has no max runtime."""
         latest = self._now
         for itype, need in job.demand.items():
-            have = self._free[itype] + self._releasing[itype]
+            have = self._free[itype] + self._releasing[itype] + self._pools.instances(itype)
             if have >= need:
                 continue
             ends = sorted(
@@ -181,10 +240,17 @@ class Planner:
         started = job.started_at if isinstance(job, ActiveJob) else self._now
         return started + self._policy.start_allowance_s + job.max_runtime
 
-    def _victims_for(self, job: WaitingJob, missing: Demand) -> tuple[ActiveJob, ...] | None:
-        """Strictly lower-priority running jobs whose stop frees the missing instances."""
-        lower = itertools.takewhile(lambda c: c.priority < job.priority, self._candidates())
-        return choose_victims(lower, MissingInstances(missing))
+    def _make_room(
+        self, job: WaitingJob, missing: Demand
+    ) -> tuple[WarmPool | ActiveJob, ...] | None:
+        """Idle pools of the missing types (oldest first), then, with preemption on, strictly
+        lower-priority running jobs: the fewest whose release or stop frees the missing
+        instances (the one victim search)."""
+        candidates: Iterable[WarmPool | ActiveJob] = self._pools.of_types(missing)
+        if self._policy.preemption:
+            lower = itertools.takewhile(lambda c: c.priority < job.priority, self._candidates())
+            candidates = itertools.chain(candidates, lower)
+        return choose_victims(candidates, MissingInstances(missing))
 
     def _candidates(self) -> list[ActiveJob]:
         if self._sorted_candidates is None:
@@ -194,7 +260,12 @@ class Planner:
         return self._sorted_candidates
 
     def plan(self) -> Plan:
-        return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
+        return Plan(
+            starts=tuple(self._starts),
+            preemptions=tuple(self._preemptions),
+            releases=tuple(self._releases),
+            warm=dict(self._warm),
+        )
 
 
 def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:

@@ -2,8 +2,12 @@
 
 Rules of a pass (:class:`SharePlanner`), in queue order (priority, then submission):
 
-1. A job first uses its share's own idle capacity (its limit minus what its jobs hold,
-   unless that idle capacity is lent out).
+0. A job whose configuration matches an idle warm pool its own share left starts on it.
+1. Otherwise it uses its share's own idle capacity (its limit minus what its jobs and pools
+   hold, unless that idle capacity is lent out) — releasing idle warm pools that it does not
+   match if that is what it takes (its share's own, or any but another RESERVE share's; a
+   pool counts for the share of the job that left it), the oldest first, only as many as it
+   needs, before anything is preempted (in rules 2 to 4, too, pools go before jobs).
 2. If its share's idle capacity is lent out and the job fits within its share's limit, it
    **reclaims**: jobs running on borrowed capacity are preempted, lowest priority first, then
    the most recently started, only as many as it needs — whatever their priority.
@@ -26,9 +30,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from job_queue.models import Demand
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import preemption_candidates
+from job_queue.scheduler.pools import IdlePools
 from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
-from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
-from job_queue.scheduler.victims import choose_victims
+from job_queue.scheduler.snapshot import (
+    ActiveJob,
+    Plan,
+    Policy,
+    Preemption,
+    Release,
+    WaitingJob,
+    WarmPool,
+)
+from job_queue.scheduler.victims import Holder, choose_victims
 
 
 class SharePlanner:
@@ -48,17 +61,20 @@ class SharePlanner:
         shares: Sequence[Share],
         now: float,
         policy: Policy,
+        pools: Iterable[WarmPool] = (),
     ) -> None:
         active = list(active)
         self._now = now
         self._policy = policy
         self._shares = {share.name: share for share in shares}
         self._capacity = total_capacity(shares)
-        self._free, self._releasing = free_and_releasing(self._capacity, active)
+        self._pools = IdlePools(pools, now)
+        self._free, self._releasing = free_and_releasing(self._capacity, active, self._pools.held)
         # Shares are counted as they will be once the stops under way finish, so that the
         # job a stop was for finds its room again next pass and waits for the stop instead
         # of preempting more.
-        self._ledger = ShareLedger(shares, (a for a in active if not a.state.is_stopping))
+        holders = [*(a for a in active if not a.state.is_stopping), *self._pools.held]
+        self._ledger = ShareLedger(shares, holders)
         self._candidates = preemption_candidates(active, now, policy.min_run_s)
         self._held: set[tuple[str, str]] = set()  # (share, type): closed to own capacity
         self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow (rule 3)
@@ -66,6 +82,8 @@ class SharePlanner:
         self._borrowers: list[WaitingJob] = []  # in queue order
         self._starts: list[WaitingJob] = []
         self._preemptions: list[Preemption] = []
+        self._releases: list[Release] = []
+        self._warm: dict[str, WarmPool] = {}
 
     @property
     def open_types(self) -> frozenset[str]:
@@ -86,6 +104,8 @@ class SharePlanner:
         limit (free or lent out), by borrowing, or by preempting within the share."""
         ledger = self._ledger
         if ledger.idle(share.name, itype) > 0:
+            return True
+        if any(self._releasable(pool, share) for pool in self._pools.of_types([itype])):
             return True
         if share.borrows and ledger.lendable(itype) > 0:
             return share.borrow_cap(itype) > ledger.borrowed(share.name, itype)
@@ -124,15 +144,27 @@ class SharePlanner:
                 self._held.update(keys)
                 self._collecting.difference_update(keys)
             return
+        pool = self._pools.matching(job, share.name)
+        if pool is not None:
+            self._pools.remove(pool)  # the pool's instances stay with its share, for this job
+            self._warm[job.name] = pool
+            self._starts.append(job)
+            return
         if self._ledger.grant(share, job.demand, borrow=False) and self._covered(share, job.demand):
             self._admit(job, share, ())
+            return
+        released = self._choose(job, share, _no_job)
+        if released is not None:
+            self._admit(job, share, released)
             return
         victims = self._reclaim(job, share) if self._policy.preemption else None
         if victims is not None:
             self._admit(job, share, victims)
             return
         self._held.update(keys)
-        if self._ledger.grant(share, job.demand, borrow=True) and self._covered(share, job.demand):
+        if (
+            self._ledger.grant(share, job.demand, borrow=True) and self._covered(share, job.demand)
+        ) or self._choose(job, share, _no_job, borrow=True) is not None:
             # It may borrow, but only after every share's own jobs have had their capacity.
             self._collecting.update(keys)
             self._collect(job, keys)
@@ -157,12 +189,21 @@ class SharePlanner:
             ):
                 self._admit(job, share, ())
                 continue
+            released = self._choose(job, share, _no_job, borrow=True)
+            if released is not None:
+                self._admit(job, share, released)
+                continue
             victims = self._preempt_in_share(job, share)
             if victims is not None:
                 self._admit(job, share, victims)
             else:
                 closed.update(keys)
-        return Plan(starts=tuple(self._starts), preemptions=tuple(self._preemptions))
+        return Plan(
+            starts=tuple(self._starts),
+            preemptions=tuple(self._preemptions),
+            releases=tuple(self._releases),
+            warm=dict(self._warm),
+        )
 
     def _collect(self, job: WaitingJob, keys: list[tuple[str, str]]) -> None:
         self._borrowers.append(job)
@@ -173,9 +214,14 @@ class SharePlanner:
 
     # -- preemption ----------------------------------------------------------------------
 
-    def _reclaim(self, job: WaitingJob, share: Share) -> tuple[ActiveJob, ...] | None:
-        """Jobs on borrowed capacity to stop so that ``job`` gets its share's own capacity."""
-        if not self._ledger.fits_own(share, job.demand):
+    def _reclaim(self, job: WaitingJob, share: Share) -> tuple[Holder, ...] | None:
+        """Jobs on borrowed capacity to stop (and idle pools to release) so that ``job`` gets
+        its share's own capacity."""
+        own_pools = [p for p in self._pools.of_types(job.demand) if p.share == share.name]
+        if not all(
+            count <= self._ledger.idle(share.name, t) + sum(p.demand.get(t, 0) for p in own_pools)
+            for t, count in job.demand.items()
+        ):
             return None
 
         def on_borrowed(ledger: ShareLedger, candidate: ActiveJob) -> bool:
@@ -186,7 +232,7 @@ class SharePlanner:
 
         return self._choose(job, share, on_borrowed)
 
-    def _preempt_in_share(self, job: WaitingJob, share: Share) -> tuple[ActiveJob, ...] | None:
+    def _preempt_in_share(self, job: WaitingJob, share: Share) -> tuple[Holder, ...] | None:
         if not (self._policy.preemption and share.in_share_preemption):
             return None
 
@@ -199,16 +245,34 @@ class SharePlanner:
 
         return self._choose(job, share, lower_in_share)
 
-    def _choose(self, job: WaitingJob, share: Share, eligible) -> tuple[ActiveJob, ...] | None:
-        """The fewest eligible candidates whose stop lets ``job`` take its demand from its
-        own share (the one victim search, :func:`choose_victims`)."""
-        return choose_victims(self._candidates, _ShareRoom(self, job, share, eligible))
+    def _choose(
+        self, job: WaitingJob, share: Share, eligible, borrow: bool = False
+    ) -> tuple[Holder, ...] | None:
+        """The fewest idle pools the job may release, then eligible running jobs, whose
+        release or stop lets ``job`` take its demand (from its own share; with ``borrow``, by
+        borrowing too) — the one victim search, :func:`choose_victims`."""
+        pools = [p for p in self._pools.of_types(job.demand) if self._releasable(p, share)]
+        if eligible is _no_job:
+            if not pools:
+                return None
+            candidates: list[Holder] = pools
+        else:
+            candidates = [*pools, *self._candidates]
+        return choose_victims(candidates, _ShareRoom(self, job, share, eligible, borrow))
 
-    def _fits(self, ledger: ShareLedger, share: Share, demand: Demand, victims) -> bool:
+    def _releasable(self, pool: WarmPool, share: Share) -> bool:
+        """Whether a job of ``share`` may release ``pool``: its share's own, or one whose
+        capacity another share may take (any but another RESERVE share's)."""
+        owner = self._shares.get(pool.share) if pool.share is not None else None
+        return pool.share == share.name or owner is None or owner.lends
+
+    def _fits(
+        self, ledger: ShareLedger, share: Share, demand: Demand, freed, borrow: bool = False
+    ) -> bool:
         releasing = dict(self._releasing)
-        for victim in victims:
-            release(releasing, victim.demand)
-        return ledger.grant(share, demand, borrow=False) and self._covered(
+        for holder in freed:  # pools free at once, stopped jobs soon: both count here
+            release(releasing, holder.demand)
+        return ledger.grant(share, demand, borrow=borrow) and self._covered(
             share, demand, releasing, ledger
         )
 
@@ -237,10 +301,17 @@ class SharePlanner:
             if other.strategy is Strategy.RESERVE and name != share.name
         )
 
-    def _admit(self, job: WaitingJob, share: Share, victims: Sequence[ActiveJob]) -> None:
-        """Stop the victims, then start the job — at once if the instances are free, else
-        once the stops finish (it takes them now so that no later job does)."""
-        for victim in victims:
+    def _admit(self, job: WaitingJob, share: Share, freed: Sequence[Holder]) -> None:
+        """Release the pools and stop the victims in ``freed``, then start the job — at once
+        if the instances are free, else once the stops finish (it takes them now so that no
+        later job does)."""
+        for pool in (h for h in freed if isinstance(h, WarmPool)):
+            self._pools.remove(pool)
+            self._ledger.give_back(pool.share, pool.demand)
+            for itype, count in pool.demand.items():
+                self._free[itype] += count
+            self._releases.append(Release(pool, job.name, f"released for {job.name}"))
+        for victim in (h for h in freed if isinstance(h, ActiveJob)):
             self._candidates.remove(victim)
             self._ledger.give_back(victim.share, victim.demand)
             release(self._releasing, victim.demand)
@@ -262,21 +333,32 @@ class _ShareRoom:
     """A preemptor's room within its share: the ledger as the victims give their instances
     back, and the instances they release (see :mod:`job_queue.scheduler.victims`)."""
 
-    def __init__(self, planner: SharePlanner, job: WaitingJob, share: Share, eligible) -> None:
+    def __init__(
+        self, planner: SharePlanner, job: WaitingJob, share: Share, eligible, borrow: bool
+    ) -> None:
         self._planner, self._job, self._share, self._eligible = planner, job, share, eligible
+        self._borrow = borrow
         self._ledger = planner._ledger.copy()
-        self._victims: list[ActiveJob] = []
+        self._victims: list[Holder] = []
 
     def enough(self) -> bool:
-        return self._planner._fits(self._ledger, self._share, self._job.demand, self._victims)
+        return self._planner._fits(
+            self._ledger, self._share, self._job.demand, self._victims, self._borrow
+        )
 
-    def helps(self, candidate: ActiveJob) -> bool:
-        return self._eligible(self._ledger, candidate)
+    def helps(self, candidate: Holder) -> bool:
+        # The search is offered only pools the job may release: each of them may help.
+        return isinstance(candidate, WarmPool) or self._eligible(self._ledger, candidate)
 
-    def take(self, victim: ActiveJob) -> None:
+    def take(self, victim: Holder) -> None:
         self._victims.append(victim)
         self._ledger.give_back(victim.share, victim.demand)
 
-    def give_back(self, victim: ActiveJob) -> None:
+    def give_back(self, victim: Holder) -> None:
         self._victims.remove(victim)
         self._ledger.take(victim.share, victim.demand)
+
+
+def _no_job(ledger: ShareLedger, candidate: ActiveJob) -> bool:
+    """For a search among idle pools only: no running job is a candidate."""
+    return False

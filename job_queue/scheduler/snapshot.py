@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from job_queue.models import Demand, JobState
 
@@ -46,6 +47,7 @@ class WaitingJob:
     state: JobState = JobState.PENDING  # or PREEMPTED: waiting to resume
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
     share: str | None = None  # its quota share, when the queue has shares
+    warm_key: str | None = None  # its warm-pool configuration (None: matches no pool)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,44 @@ class ActiveJob:
     started_at: float
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
     share: str | None = None  # its quota share, when the queue has shares
+
+
+@dataclass(frozen=True)
+class WarmPool:
+    """Instances SageMaker keeps after a job's attempt ended (a managed warm pool): held,
+    idle, until a job of the same configuration starts on them, the queue releases them, or
+    they expire.
+
+    ``name`` is the SageMaker job that left it; ``key`` its warm-pool configuration (None:
+    nothing matches it). A job matches a pool of the same key and the same demand.
+    """
+
+    name: str
+    job: str  # the queued job whose attempt left it
+    demand: Demand
+    key: str | None
+    since: float  # when it became available
+    expires_at: float
+    share: str | None = None  # the share of the job that left it
+    claimed_by: str | None = None  # a SageMaker job being started on it (not idle, then)
+    claimed_at: float | None = None
+
+    def matches(self, job: WaitingJob) -> bool:
+        return (
+            job.warm_key is not None
+            and job.warm_key == self.key
+            and dict(job.demand) == dict(self.demand)
+        )
+
+
+@dataclass(frozen=True)
+class Release:
+    """End ``pool`` at once (UpdateTrainingJob, keep-alive 0) so that ``for_job`` can have
+    its instances."""
+
+    pool: WarmPool
+    for_job: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -81,11 +121,14 @@ class Preemption:
 
 @dataclass(frozen=True)
 class Plan:
-    """What one scheduling pass decided: jobs to start now and running jobs to preempt."""
+    """What one scheduling pass decided: idle warm pools to release, running jobs to
+    preempt, and jobs to start now (``warm``: those that start on a pool, by job name)."""
 
     starts: tuple[WaitingJob, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
+    releases: tuple[Release, ...] = ()
+    warm: Mapping[str, WarmPool] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.starts and not self.preemptions
+        return not self.starts and not self.preemptions and not self.releases

@@ -1,4 +1,5 @@
-"""The victim search: the fewest running jobs whose stop lets a waiting job start.
+"""The victim search: the fewest running jobs whose stop lets a waiting job start (and the
+fewest idle warm pools whose release does).
 
 One search serves both passes; what differs between them is the :class:`Room` — which
 candidates a preemptor may stop, and when it has room enough:
@@ -18,9 +19,20 @@ turns out not to need. None when even all of them would not be enough: nobody is
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from job_queue.scheduler.snapshot import ActiveJob
+from job_queue.models import Demand
+
+
+class Holder(Protocol):
+    """What holds instances and can give them back: a running job, or an idle warm pool
+    (whose release frees its instances at once)."""
+
+    @property
+    def demand(self) -> Demand: ...
+
+
+H = TypeVar("H", bound=Holder)
 
 
 class Room(Protocol):
@@ -29,23 +41,23 @@ class Room(Protocol):
     def enough(self) -> bool:
         """The preemptor can start once the victims taken so far have stopped."""
 
-    def helps(self, candidate: ActiveJob) -> bool:
+    def helps(self, candidate: Holder) -> bool:
         """The candidate may be stopped for the preemptor, and its stop would count."""
 
-    def take(self, victim: ActiveJob) -> None:
+    def take(self, victim: Holder) -> None:
         """Count the victim's instances as freed."""
 
-    def give_back(self, victim: ActiveJob) -> None:
+    def give_back(self, victim: Holder) -> None:
         """Undo :meth:`take`."""
 
 
-def choose_victims(candidates: Iterable[ActiveJob], room: Room) -> tuple[ActiveJob, ...] | None:
+def choose_victims(candidates: Iterable[H], room: Room) -> tuple[H, ...] | None:
     """The fewest candidates (given in preemption order) to stop so that there is room.
 
     None if there is room without stopping anyone, or not even with every candidate.
     ``room`` is left counting the victims returned.
     """
-    chosen: list[ActiveJob] = []
+    chosen: list[H] = []
     for candidate in candidates:
         if room.enough():
             break
@@ -73,13 +85,13 @@ class MissingInstances:
     def enough(self) -> bool:
         return all(n <= 0 for n in self.remaining.values())
 
-    def helps(self, candidate: ActiveJob) -> bool:
+    def helps(self, candidate: Holder) -> bool:
         return any(self.remaining.get(itype, 0) > 0 for itype in candidate.demand)
 
-    def take(self, victim: ActiveJob) -> None:
+    def take(self, victim: Holder) -> None:
         for itype in self.remaining:
             self.remaining[itype] -= victim.demand.get(itype, 0)
 
-    def give_back(self, victim: ActiveJob) -> None:
+    def give_back(self, victim: Holder) -> None:
         for itype in self.remaining:
             self.remaining[itype] += victim.demand.get(itype, 0)

@@ -5,7 +5,7 @@
 * :mod:`~job_queue.store.dynamodb` — the store: reads in queue order, conditional transitions.
 """
 
-from job_queue.store.dynamodb import DynamoJobStore, Pool
+from job_queue.store.dynamodb import DynamoJobStore, Holders
 from job_queue.store.table import order_key
 
-__all__ = ["DynamoJobStore", "Pool", "order_key"]
+__all__ = ["DynamoJobStore", "Holders", "order_key"]

@@ -2,7 +2,10 @@
 
 * a :class:`~job_queue.models.Job` ↔ its ``JOB#`` item (request, state, attempt history);
 * a :class:`~job_queue.scheduler.WaitingJob` ↔ its entry in a waiting partition;
-* an :class:`~job_queue.scheduler.ActiveJob` ↔ its entry in the pool item's ``active`` map.
+* an :class:`~job_queue.scheduler.ActiveJob` ↔ its entry in the holders item's ``active``
+  map;
+* a :class:`~job_queue.scheduler.snapshot.WarmPool` ↔ its entry in the holders item's
+  ``pools`` map (keyed by the SageMaker job that left it).
 
 All three say where the job stands in the queue (priority, submission number, demand,
 share) in the same attributes; the scheduler types also carry the max runtime that backfill
@@ -16,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store.table import job_key, waiting_key
 
 # -- what every item says of a job's place ----------------------------------------------------
@@ -41,6 +45,10 @@ def _max_runtime(job: Job | WaitingJob | ActiveJob) -> dict:
     return {} if job.max_runtime is None else {"max_runtime": job.max_runtime}
 
 
+def _warm_key(job: Job | WaitingJob) -> dict:
+    return {} if job.warm_key is None else {"warm_key": job.warm_key}
+
+
 def _optional_float(value) -> float | None:
     return None if value is None else float(value)
 
@@ -58,6 +66,7 @@ def waiting_item(job: Job) -> dict:
         "submitted_at": job.submitted_at,
         "state": job.state.value,
         **_max_runtime(job),
+        **_warm_key(job),
     }
 
 
@@ -69,13 +78,14 @@ def waiting_from_item(item: Mapping) -> WaitingJob:
         submitted_at=float(item.get("submitted_at", 0)),
         state=JobState(item.get("state", JobState.PENDING.value)),
         max_runtime=_optional_float(item.get("max_runtime")),
+        warm_key=item.get("warm_key"),
     )
 
 
 # -- pool entries -------------------------------------------------------------------------------
 
 
-def pool_entry(job: WaitingJob, state: JobState, started_at: float, attempt_name: str) -> dict:
+def active_entry(job: WaitingJob, state: JobState, started_at: float, attempt_name: str) -> dict:
     """A job's entry in the pool item while it holds instances (keyed by the job's name)."""
     return {
         **_place(job),
@@ -93,6 +103,41 @@ def active_from_entry(name: str, entry: Mapping) -> ActiveJob:
         state=JobState(entry["state"]),
         started_at=float(entry["started_at"]),
         max_runtime=_optional_float(entry.get("max_runtime")),
+    )
+
+
+# -- warm pools -------------------------------------------------------------------------------
+
+
+def warm_pool_entry(pool: WarmPool) -> dict:
+    """A warm pool's entry in the holders item (keyed by ``pool.name``)."""
+    entry = {
+        "job": pool.job,
+        "demand": dict(pool.demand),
+        "since": pool.since,
+        "expires_at": pool.expires_at,
+    }
+    optional = {
+        "key": pool.key,
+        "share": pool.share,
+        "claimed_by": pool.claimed_by,
+        "claimed_at": pool.claimed_at,
+    }
+    entry.update({k: v for k, v in optional.items() if v is not None})
+    return entry
+
+
+def warm_pool_from_entry(name: str, entry: Mapping) -> WarmPool:
+    return WarmPool(
+        name=name,
+        job=entry["job"],
+        demand={itype: int(count) for itype, count in entry["demand"].items()},
+        key=entry.get("key"),
+        since=float(entry["since"]),
+        expires_at=float(entry["expires_at"]),
+        share=entry.get("share"),
+        claimed_by=entry.get("claimed_by"),
+        claimed_at=_optional_float(entry.get("claimed_at")),
     )
 
 
@@ -119,6 +164,7 @@ def job_item(job: Job) -> dict:
         "failure_reason": job.failure_reason,
         "first_started_at": job.first_started_at,
         "ended_at": job.ended_at,
+        "warm_pool": job.warm_pool,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     return item
@@ -141,6 +187,7 @@ def job_from_item(item: Mapping) -> Job:
         failure_reason=item.get("failure_reason"),
         first_started_at=_optional_float(item.get("first_started_at")),
         ended_at=_optional_float(item.get("ended_at")),
+        warm_pool=item.get("warm_pool"),
     )
 
 
@@ -156,6 +203,7 @@ def attempts_value(attempts: Sequence[Attempt]) -> list[dict]:
             "outcome": attempt.outcome.value if attempt.outcome else None,
             "failure_reason": attempt.failure_reason,
             "preempted_by": attempt.preempted_by,
+            "warm_pool": attempt.warm_pool,
         }
         values.append({k: v for k, v in value.items() if v is not None})
     return values
@@ -170,4 +218,5 @@ def _attempt_from(value: Mapping) -> Attempt:
         outcome=Outcome(value["outcome"]) if value.get("outcome") else None,
         failure_reason=value.get("failure_reason"),
         preempted_by=value.get("preempted_by"),
+        warm_pool=value.get("warm_pool"),
     )

@@ -8,12 +8,13 @@ Items (``pk`` / ``sk``):
   per share too (``WAITING#<instance type>#<share>``). The sort key orders it: priority
   high to low, then submission order. A strongly consistent Query reads a queue in order
   without a Scan, and only as far as the scheduler needs.
-* ``POOL`` / ``POOL`` — the jobs that hold instances, with a version number. Every change
-  of what holds capacity is a transaction that includes this item. Changes a stale plan
-  could misuse (claiming instances, preempting, a new priority) check and bump the version,
-  so two overlapping scheduling passes cannot both spend the same free instance; changes
-  that only free instances or mark a start do not, since a plan that missed them is merely
-  cautious.
+* ``POOL`` / ``POOL`` — what holds instances, with a version number: the jobs (``active``)
+  and the warm pools SageMaker kept of their instances (``pools``, by the SageMaker job that
+  left each). Every change of what holds capacity is a transaction that includes this item.
+  Changes a stale plan could misuse (claiming instances, preempting, a new priority, a pool
+  that is idle again) check or bump the version, so two overlapping scheduling passes
+  cannot both spend the same free instance; changes that only free instances or mark a
+  start do not, since a plan that missed them is merely cautious.
 * ``SEQ`` / ``SEQ`` — the submission counter (FIFO order within a priority).
 """
 
@@ -83,12 +84,9 @@ def delete(key: dict, condition: str) -> dict:
 
 
 def update(key: dict, expression: str, condition: str, values: dict, names: dict | None = None):
-    action = {
-        "Key": ser(key),
-        "UpdateExpression": expression,
-        "ConditionExpression": condition,
-        "ExpressionAttributeValues": ser(values),
-    }
+    action = {"Key": ser(key), "UpdateExpression": expression, "ConditionExpression": condition}
+    if values:
+        action["ExpressionAttributeValues"] = ser(values)
     all_names = {**(names or {})}
     if "#state" in expression or "#state" in condition:
         all_names["#state"] = "state"
@@ -107,7 +105,7 @@ def set_fields(key, fields: dict, condition: str, expected: dict, remove=()) -> 
     return update(key, expression, condition, {**values, **expected}, names)
 
 
-def update_pool_entry(
+def update_active_entry(
     name, attempt_name, field, value, pool_version=None, bump: bool = True
 ) -> dict:
     """Set one field of a pool entry, bumping the pool version (checked if given)."""

@@ -83,6 +83,14 @@ def _set(path, value):
     return change
 
 
+def _both(first, second):
+    def change(request):
+        first(request)
+        second(request)
+
+    return change
+
+
 def _tags(tags):
     return _set(["Tags"], tags)
 
@@ -120,10 +128,40 @@ BAD_REQUESTS = [
         "InstanceGroups",
     ),
     (
-        "warm pool requested",
-        _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], 600),
+        "a negative keep-alive",
+        _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], -60),
         400,
-        "KeepAlivePeriodInSeconds",
+        "KeepAlivePeriodInSeconds must be a whole number of seconds",
+    ),
+    (
+        "a keep-alive that is not an integer",
+        _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], "60"),
+        400,
+        "KeepAlivePeriodInSeconds must be a whole number of seconds",
+    ),
+    (
+        "a keep-alive with InstanceGroups",
+        _set(
+            ["ResourceConfig"],
+            {
+                "InstanceGroups": [
+                    {"InstanceType": P5, "InstanceCount": 1, "InstanceGroupName": "gpu"}
+                ],
+                "VolumeSizeInGB": 30,
+                "KeepAlivePeriodInSeconds": 60,
+            },
+        ),
+        400,
+        "no warm pools with InstanceGroups",
+    ),
+    (
+        "a keep-alive with managed spot training",
+        _both(
+            _set(["ResourceConfig", "KeepAlivePeriodInSeconds"], 60),
+            _set(["EnableManagedSpotTraining"], True),
+        ),
+        400,
+        "no warm pools with EnableManagedSpotTraining",
     ),
     (
         "StoppingCondition not an object",

@@ -140,8 +140,19 @@ def test_no_wildcard_actions_and_no_sagemaker_full_access(translated):
         )
         assert all(not a.endswith(":*") and a != "*" for a in actions), statement
     sagemaker = [s for s in _function_statements(translated) if "sagemaker:" in json.dumps(s)]
-    (statement,) = sagemaker
-    assert "training-job/*" in json.dumps(statement["Resource"])
+    assert sagemaker
+    for statement in sagemaker:
+        assert "training-job/*" in json.dumps(statement["Resource"])
+
+
+def test_warm_pools_are_ended_only_on_the_queues_own_jobs(translated):
+    statements = _function_statements(translated)
+    update = [s for s in statements if "sagemaker:UpdateTrainingJob" in json.dumps(s["Action"])]
+    (statement,) = update
+    assert statement["Action"] == "sagemaker:UpdateTrainingJob"
+    assert statement["Condition"] == {
+        "StringEquals": {f"aws:ResourceTag/{tags.QUEUE}": {"Ref": "AWS::StackName"}}
+    }
 
 
 def test_lambda_runtime(template):
@@ -159,6 +170,7 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
         "PREEMPTION": "Preemption",
         "BACKFILL": "Backfill",
         "MIN_RUN_SECONDS": "MinRunSeconds",
+        "KEEP_ALIVE_SECONDS": "KeepAliveSeconds",
         "SHARES": "Shares",
         "DEFAULT_SHARE": "DefaultShare",
         "FINISHED_RETENTION_DAYS": "FinishedRetentionDays",
@@ -173,6 +185,7 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
     )
     defaults = Settings.from_environment(env)
     assert defaults.shares == () and defaults.policy == Policy()
+    assert defaults.keep_alive_seconds == 0
 
 
 def test_table_matches_what_the_store_uses(template):

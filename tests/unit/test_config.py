@@ -20,6 +20,7 @@ def test_settings_from_the_environment():
             QUEUE_NAME="team-a",
             PREEMPTION="false",
             MIN_RUN_SECONDS="900",
+            KEEP_ALIVE_SECONDS="600",
         )
     )
     assert settings.capacity == {"ml.p5.48xlarge": 2}
@@ -27,6 +28,7 @@ def test_settings_from_the_environment():
     assert settings.queue_name == "team-a"
     assert settings.policy.preemption is False
     assert settings.policy.min_run_s == 900
+    assert settings.keep_alive_seconds == 600
 
 
 def test_defaults_preempt_at_once_and_backfill():
@@ -46,6 +48,7 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"ALLOWED_ROLE_ARNS": "Admin"}, "ALLOWED_ROLE_ARNS"),
         ({"MIN_RUN_SECONDS": "ten"}, "MIN_RUN_SECONDS"),
         ({"MIN_RUN_SECONDS": "-5"}, "MIN_RUN_SECONDS"),
+        ({"KEEP_ALIVE_SECONDS": "1.5"}, "KEEP_ALIVE_SECONDS"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):

@@ -8,7 +8,7 @@
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N] [--share S]
-    smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...]
+    smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
@@ -44,6 +44,12 @@ def _capacity(text: str) -> tuple[str, int]:
     if not itype.startswith("ml.") or not count.isdigit():
         raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
     return itype, int(count)
+
+
+def _whole_seconds(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, got {text!r}")
+    return int(text)
 
 
 def _seconds(text: str) -> float:
@@ -122,6 +128,27 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a job runs unless its simulated-run-seconds tag says otherwise",
     )
     local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
+    local.add_argument(
+        "--start-seconds",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="provisioning before a cold-started job runs (default 0)",
+    )
+    local.add_argument(
+        "--warm-start-seconds",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="the same for a job started on a warm pool (default 0)",
+    )
+    local.add_argument(
+        "--keep-alive",
+        type=_whole_seconds,
+        default=0,
+        metavar="S",
+        help="warm-pool keep-alive of jobs that set none (the KeepAliveSeconds setting; 0: off)",
+    )
     local.add_argument(
         "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
     )

@@ -37,6 +37,9 @@ def local_api(args) -> int:
         capacity=capacity,
         run_seconds=args.run_seconds,
         stop_seconds=args.stop_seconds,
+        keep_alive_seconds=int(args.keep_alive),
+        cold_start_seconds=args.start_seconds,
+        warm_start_seconds=args.warm_start_seconds,
         **({"allowed_role_arns": roles} if roles else {}),
     )
     try:
@@ -50,7 +53,7 @@ def local_api(args) -> int:
     print(
         f"\ncapacity: {pool}; jobs run {args.run_seconds:g}s (or their "
         "simulated-run-seconds tag), a stop takes "
-        f"{args.stop_seconds:g}s. Ctrl-C stops.",
+        f"{args.stop_seconds:g}s; default keep-alive {args.keep_alive:g}s. Ctrl-C stops.",
         flush=True,
     )
     try:

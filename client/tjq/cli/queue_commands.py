@@ -15,9 +15,12 @@ def status(args) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
-    from tjq.table import queue_table
+    from tjq.table import pool_lines, queue_table
 
     print(queue_table(answer["jobs"]))
+    pools = [p for p in answer.get("pools", []) if not args.share or p.get("share") == args.share]
+    if pools:
+        print("\n" + "\n".join(pool_lines(pools)))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     print(f"\ncapacity: {capacity}")
     return 0
@@ -69,6 +72,7 @@ def show(args) -> int:
             "first_started_at",
             "ended_at",
             "sagemaker_job_name",
+            "keep_alive_seconds",
             "preemptions",
             "failure_reason",
             "last_start_error",
@@ -83,12 +87,13 @@ def show(args) -> int:
                 a["sagemaker_job_name"],
                 a["started_at"],
                 a["ended_at"] or "",
+                a.get("start", "cold"),
                 a["outcome"] or "running",
                 a["preempted_by"] or a["failure_reason"] or "",
             )
             for a in job["attempts"]
         ]
-        headers = ("Attempt", "SageMaker job", "Started", "Ended", "Outcome", "Detail")
+        headers = ("Attempt", "SageMaker job", "Started", "Ended", "Start", "Outcome", "Detail")
         print("\n" + tabulate(rows, headers=headers, disable_numparse=True))
     return 0
 

@@ -120,6 +120,10 @@ class LocalCloud:
         policy: Policy | None = None,
         shares: Sequence[Share] = (),
         default_share: str | None = None,
+        keep_alive_seconds: int = 0,
+        warm_pool_quota: dict[str, int] | None = None,
+        cold_start_seconds: float = 0.0,
+        warm_start_seconds: float = 0.0,
     ) -> None:
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
@@ -136,10 +140,19 @@ class LocalCloud:
             allowed_role_arns=frozenset(allowed_role_arns),
             queue_name=queue_name,
             policy=policy or Policy(),
+            keep_alive_seconds=keep_alive_seconds,
         )
         # Only jobs over the queue's capacity would hit these limits: the queue must not.
+        # Unless told otherwise, the account may keep its whole capacity in warm pools.
         self.sagemaker = LocalSageMaker(
-            self.clock, run_seconds, stop_seconds, account_limits=dict(capacity), region=REGION
+            self.clock,
+            run_seconds,
+            stop_seconds,
+            account_limits=dict(capacity),
+            region=REGION,
+            warm_pool_quota=dict(capacity) if warm_pool_quota is None else warm_pool_quota,
+            cold_start_seconds=cold_start_seconds,
+            warm_start_seconds=warm_start_seconds,
         )
         self._rule = EventPattern.load(json.dumps(state_change_pattern(queue_name)))
         self._mock = None if endpoint_url else mock_aws()

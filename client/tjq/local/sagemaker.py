@@ -12,6 +12,14 @@ and behaves like the service on a simulated clock:
 * names are unique forever (ResourceInUse), unknown names are a ValidationException;
 * an account quota per instance type (ResourceLimitExceeded beyond it), and faults to
   inject: refused or throttled creates, and jobs that fail for lack of capacity;
+* managed warm pools: a job with ``KeepAlivePeriodInSeconds`` that completes, is stopped or
+  fails for its own reasons (not for capacity) keeps its instances Available for that long,
+  if the per-type warm-pool quota allows; a later job whose configuration matches (RoleArn,
+  instance type and count, volume size and KMS key, VPC subnets and security groups,
+  inter-container encryption, network isolation) starts on the oldest such pool (Reused /
+  InUse); pools count toward the account quota; UpdateTrainingJob with keep-alive 0 ends one
+  at once (Terminated); a cold start takes ``cold_start_seconds``, a warm one
+  ``warm_start_seconds``, before the job's run time;
 * every status change is queued as an EventBridge "SageMaker Training Job State Change".
 
 Operations it does not implement fall through to whatever else answers the client (moto).
@@ -25,40 +33,18 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from botocore.awsrequest import AWSResponse
 from botocore.parsers import create_parser
 
+from tjq.local import emulated_pools as pools
+from tjq.local.emulated_job import EmulatedJob, SageMakerFault, demand_of
+
 RUN_SECONDS_TAG = "simulated-run-seconds"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _HOLDING = ("InProgress", "Stopping")
-
-
-class SageMakerFault(Exception):
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code, self.message, self.status = code, message, status
-
-
-@dataclass
-class _TrainingJob:
-    name: str
-    arn: str
-    request: dict
-    tags: dict[str, str]
-    demand: dict[str, int]
-    created_at: float
-    ends_at: float  # when it completes (or fails) if nobody stops it
-    status: str = "InProgress"
-    secondary: str = "Starting"
-    failure_reason: str | None = None
-    end_reason: tuple[str, str | None] = ("Completed", None)
-    stopped_at: float | None = None
-    ended_at: float | None = None
-    transitions: list[dict] = field(default_factory=list)
 
 
 class LocalSageMaker:
@@ -80,13 +66,20 @@ class LocalSageMaker:
         account_limits: dict[str, int] | None = None,
         region: str = "us-east-1",
         account: str = "123456789012",
+        warm_pool_quota: dict[str, int] | None = None,
+        cold_start_seconds: float = 0.0,
+        warm_start_seconds: float = 0.0,
     ) -> None:
         self.clock = clock
         self.default_run_seconds = default_run_seconds
         self.stop_seconds = stop_seconds
         self.account_limits = dict(account_limits or {})
+        # Instances per type the account may keep in warm pools (None: no limit).
+        self.warm_pool_quota = None if warm_pool_quota is None else dict(warm_pool_quota)
+        self.cold_start_seconds = cold_start_seconds
+        self.warm_start_seconds = warm_start_seconds
         self.region, self.account = region, account
-        self.jobs: dict[str, _TrainingJob] = {}
+        self.jobs: dict[str, EmulatedJob] = {}
         self.events: deque[dict] = deque()  # state-change events not yet delivered
         self.peak_in_use: dict[str, int] = {}
         self.calls: dict[str, int] = {}  # every operation the client called, by name
@@ -95,12 +88,13 @@ class LocalSageMaker:
         self._lost_responses = 0
         self._failing: dict[str, deque[SageMakerFault]] = {}
         # Called with each new job; may change its ends_at / end_reason (the simulator does).
-        self.on_create: Callable[[_TrainingJob], None] | None = None
+        self.on_create: Callable[[EmulatedJob], None] | None = None
         self._lock = threading.RLock()
         self._operations = {
             "CreateTrainingJob": self.create_training_job,
             "DescribeTrainingJob": self.describe_training_job,
             "StopTrainingJob": self.stop_training_job,
+            "UpdateTrainingJob": self.update_training_job,
             "ListTags": self.list_tags,
         }
 
@@ -117,6 +111,7 @@ class LocalSageMaker:
         """Answer one JSON-protocol request: HTTP status and JSON body."""
         with self._lock:
             self.calls[operation] = self.calls.get(operation, 0) + 1
+            self._expire_pools(self.clock())
             try:
                 if self._failing.get(operation):
                     raise self._failing[operation].popleft()
@@ -182,10 +177,11 @@ class LocalSageMaker:
             raise SageMakerFault(
                 "ResourceInUse", f"Training job names must be unique; {name} already exists"
             )
-        demand = _demand(request.get("ResourceConfig", {}))
+        demand = demand_of(request.get("ResourceConfig", {}))
+        pool = self._matching_pool(request)
         for itype, count in demand.items():
             limit = self.account_limits.get(itype)
-            if limit is not None and self._in_use(itype) + count > limit:
+            if pool is None and limit is not None and self._in_use(itype) + count > limit:
                 raise SageMakerFault(
                     "ResourceLimitExceeded",
                     f"The account-level service limit '{itype} for training job usage' is "
@@ -194,15 +190,22 @@ class LocalSageMaker:
         now = self.clock()
         tags = {t["Key"]: t["Value"] for t in request.get("Tags", [])}
         run_seconds = float(tags.get(RUN_SECONDS_TAG, self.default_run_seconds))
-        job = _TrainingJob(
+        start = self.warm_start_seconds if pool else self.cold_start_seconds
+        job = EmulatedJob(
             name=name,
             arn=f"arn:aws:sagemaker:{self.region}:{self.account}:training-job/{name.lower()}",
             request=request,
             tags=tags,
             demand=demand,
             created_at=now,
-            ends_at=now + run_seconds,
+            ends_at=now + start + run_seconds,
+            keep_alive=int(
+                (request.get("ResourceConfig") or {}).get("KeepAlivePeriodInSeconds") or 0
+            ),
         )
+        if pool is not None:
+            pool.pool, pool.reused_by = pools.REUSED, name
+            job.pool, job.warm_from = pools.IN_USE, pool.name
         if self._capacity_failures:
             self._capacity_failures -= 1
             job.ends_at = now
@@ -255,7 +258,26 @@ class LocalSageMaker:
             description["BillableTimeInSeconds"] = int(job.ended_at - job.created_at)
         if job.failure_reason:
             description["FailureReason"] = job.failure_reason
+        if job.pool is not None:
+            description["WarmPoolStatus"] = pools.status(job, self.clock())
         return description
+
+    def update_training_job(self, request: dict) -> dict:
+        """Only what the queue does with it: end a job's warm pool (keep-alive 0)."""
+        job = self._job(request.get("TrainingJobName", ""))
+        keep_alive = (request.get("ResourceConfig") or {}).get("KeepAlivePeriodInSeconds")
+        if keep_alive is None:
+            raise SageMakerFault("ValidationException", "Nothing to update.")
+        if not job.pool_available:
+            raise SageMakerFault(
+                "ValidationException",
+                f"The warm pool of training job {job.name} is not available for update.",
+            )
+        job.keep_alive = int(keep_alive)
+        job.pool_expires_at = job.ended_at + job.keep_alive
+        if job.pool_expires_at <= self.clock():
+            job.pool = pools.TERMINATED
+        return {"TrainingJobArn": job.arn}
 
     def stop_training_job(self, request: dict) -> dict:
         job = self._job(request.get("TrainingJobName", ""))
@@ -278,26 +300,38 @@ class LocalSageMaker:
     # -- the clock -------------------------------------------------------------------------
 
     def next_change_at(self) -> float | None:
-        """When the next job changes status on its own, if any does."""
+        """When the next job changes status (or its warm pool expires) on its own, if any."""
         with self._lock:
             times = [self._change_at(job) for job in self.jobs.values()]
+            times += [job.pool_expires_at for job in self.jobs.values() if job.pool_available]
             return min((t for t in times if t is not None), default=None)
 
     def run_until(self, when: float) -> None:
         """Apply every status change due by ``when`` (the clock already reads ``when``)."""
         with self._lock:
+            self._expire_pools(when)
             for job in self.jobs.values():
                 due = self._change_at(job)
                 if due is None or due > when:
                     continue
+                job.ended_at = due
                 if job.status == "Stopping":
-                    job.ended_at = due
+                    self._keep_pool(job)
                     self._transition(job, "Stopped", "Stopped")
                 else:
                     status, reason = job.end_reason
-                    job.ended_at = due
                     job.failure_reason = reason
+                    if not (reason and "CapacityError" in reason):  # an infrastructure failure
+                        self._keep_pool(job)
                     self._transition(job, status, status)
+
+    def pools(self) -> list[EmulatedJob]:
+        """The jobs whose warm pools are Available now, oldest first."""
+        with self._lock:
+            return sorted(
+                (job for job in self.jobs.values() if job.pool_available),
+                key=lambda job: (job.ended_at, job.name),
+            )
 
     def in_use(self) -> dict[str, int]:
         """Instances held now (InProgress or Stopping), per type."""
@@ -307,13 +341,13 @@ class LocalSageMaker:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _job(self, name: str) -> _TrainingJob:
+    def _job(self, name: str) -> EmulatedJob:
         job = self.jobs.get(name)
         if job is None:
             raise SageMakerFault("ValidationException", "Requested resource not found.")
         return job
 
-    def _change_at(self, job: _TrainingJob) -> float | None:
+    def _change_at(self, job: EmulatedJob) -> float | None:
         if job.status == "InProgress":
             return job.ends_at
         if job.status == "Stopping":
@@ -321,9 +355,25 @@ class LocalSageMaker:
         return None
 
     def _in_use(self, itype: str) -> int:
-        return sum(j.demand.get(itype, 0) for j in self.jobs.values() if j.status in _HOLDING)
+        return sum(
+            j.demand.get(itype, 0)
+            for j in self.jobs.values()
+            if j.status in _HOLDING or j.pool_available
+        )
 
-    def _transition(self, job: _TrainingJob, status: str, secondary: str) -> None:
+    def _expire_pools(self, now: float) -> None:
+        """Pools whose keep-alive ran out are Terminated (no event announces it)."""
+        for job in self.jobs.values():
+            if job.pool_available and job.pool_expires_at <= now:
+                job.pool = pools.TERMINATED
+
+    def _keep_pool(self, job: EmulatedJob) -> None:
+        pools.keep(job, self.jobs.values(), self.warm_pool_quota)
+
+    def _matching_pool(self, request: dict) -> EmulatedJob | None:
+        return pools.matching(self.pools(), request, self.clock())
+
+    def _transition(self, job: EmulatedJob, status: str, secondary: str) -> None:
         now = self.clock()
         job.status, job.secondary = status, secondary
         job.transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": status})
@@ -343,15 +393,6 @@ class LocalSageMaker:
                 "detail": detail,
             }
         )
-
-
-def _demand(resource_config: dict) -> dict[str, int]:
-    groups = resource_config.get("InstanceGroups") or [resource_config]
-    demand: dict[str, int] = {}
-    for group in groups:
-        itype = group.get("InstanceType", "")
-        demand[itype] = demand.get(itype, 0) + int(group.get("InstanceCount", 0))
-    return demand
 
 
 def _epoch_ms(value):

@@ -24,7 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from tjq.local.cloud import REGION, ROLE_ARN, LocalCloud
+from tjq.local.cloud import REGION, LocalCloud
 
 STAGE = "/prod"
 DEFAULT_BUCKET = "sagemaker-local"
@@ -43,23 +43,23 @@ class LocalApi:
         self,
         port: int = 0,
         capacity: dict[str, int] | None = None,
-        allowed_role_arns: tuple[str, ...] = (ROLE_ARN,),
         run_seconds: float = 60.0,
         stop_seconds: float = 5.0,
         sweep_seconds: float = 60.0,
         host: str = "127.0.0.1",
-        shares: tuple = (),
-        default_share: str | None = None,
+        **cloud_options,
     ) -> None:
+        """``cloud_options`` are :class:`LocalCloud`'s (shares, allowed roles, keep-alive,
+        the emulated warm-pool quota and start times ...)."""
         self.host = host
         self._port = port
-        self._capacity = capacity or {"ml.p5.48xlarge": 2}
-        self._roles = allowed_role_arns
-        self._run_seconds = run_seconds
-        self._stop_seconds = stop_seconds
+        self._cloud_options = {
+            "capacity": capacity or {"ml.p5.48xlarge": 2},
+            "run_seconds": run_seconds,
+            "stop_seconds": stop_seconds,
+            **cloud_options,
+        }
         self._sweep_seconds = sweep_seconds
-        self._shares = shares
-        self._default_share = default_share
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._servers: list[ThreadingHTTPServer] = []
@@ -82,14 +82,7 @@ class LocalApi:
         self._moto.start()
         self.aws_url = "http://{}:{}".format(*self._moto.get_host_and_port())
         self.cloud = LocalCloud(
-            capacity=self._capacity,
-            allowed_role_arns=self._roles,
-            run_seconds=self._run_seconds,
-            stop_seconds=self._stop_seconds,
-            clock=time.time,
-            endpoint_url=self.aws_url,
-            shares=self._shares,
-            default_share=self._default_share,
+            clock=time.time, endpoint_url=self.aws_url, **self._cloud_options
         ).__enter__()
         api = self._serve(self._port, _api_handler(self.cloud))
         sagemaker = self._serve(0, _sagemaker_handler(self.cloud, self.aws_url))

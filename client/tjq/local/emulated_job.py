@@ -1,0 +1,51 @@
+"""One emulated SageMaker training job, and the error the emulator answers with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tjq.local import emulated_pools as pools
+
+
+class SageMakerFault(Exception):
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+@dataclass
+class EmulatedJob:
+    """A training job as :class:`~tjq.local.sagemaker.LocalSageMaker` keeps it."""
+
+    name: str
+    arn: str
+    request: dict
+    tags: dict[str, str]
+    demand: dict[str, int]
+    created_at: float
+    ends_at: float  # when it completes (or fails) if nobody stops it
+    status: str = "InProgress"
+    secondary: str = "Starting"
+    failure_reason: str | None = None
+    end_reason: tuple[str, str | None] = ("Completed", None)
+    stopped_at: float | None = None
+    ended_at: float | None = None
+    transitions: list[dict] = field(default_factory=list)
+    keep_alive: int = 0  # ResourceConfig.KeepAlivePeriodInSeconds
+    pool: str | None = None  # WarmPoolStatus.Status
+    pool_expires_at: float | None = None
+    reused_by: str | None = None  # the job its pool moved to
+    warm_from: str | None = None  # the job whose pool it started on
+
+    @property
+    def pool_available(self) -> bool:
+        return self.pool == pools.AVAILABLE
+
+
+def demand_of(resource_config: dict) -> dict[str, int]:
+    groups = resource_config.get("InstanceGroups") or [resource_config]
+    demand: dict[str, int] = {}
+    for group in groups:
+        itype = group.get("InstanceType", "")
+        demand[itype] = demand.get(itype, 0) + int(group.get("InstanceCount", 0))
+    return demand

@@ -1,0 +1,225 @@
+"""Carrying out decisions against the table and SageMaker: a pass's plan, and the lifecycle
+decisions of :mod:`job_queue.lifecycle`.
+
+The order of a plan: idle warm pools are released (taken out of the table first, so that a
+pass that claimed one meanwhile wins, then ended in SageMaker), running jobs are preempted,
+waiting jobs are claimed — every claim checks the holders' version the plan saw — and the
+claimed jobs are created. A job started on a warm pool is then checked against SageMaker:
+did the pool move to it?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from aws_lambda_powertools import Logger
+
+from job_queue import lifecycle
+from job_queue.errors import SageMakerError, StaleState
+from job_queue.models import Job, JobState
+from job_queue.report import Report
+from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
+from job_queue.scheduler import Plan
+from job_queue.scheduler.snapshot import WarmPool
+from job_queue.store import DynamoJobStore, Holders
+
+logger = Logger(child=True)
+
+_RETRIES = 8  # re-reads after a lost race before giving up on one decision
+_UNKNOWN = object()  # SageMaker would not say
+
+
+class Actions:
+    """Writes decisions; a write that loses a race raises StaleState (or re-reads and
+    decides again, where it says so)."""
+
+    def __init__(
+        self,
+        store: DynamoJobStore,
+        sagemaker: SageMakerGateway,
+        clock: Callable[[], float],
+        backoff: lifecycle.Backoff,
+        report: Report,
+    ) -> None:
+        self.store, self.sagemaker, self.clock = store, sagemaker, clock
+        self.backoff, self.report = backoff, report
+
+    # -- a pass's plan ----------------------------------------------------------------------
+
+    def carry_out(self, plan: Plan, held: Holders) -> None:
+        """Release, preempt, claim, create — in that order (see the module's docstring)."""
+        version = held.version
+        now = self.clock()
+        for release in plan.releases:
+            if not self._release(release.pool, release.reason):
+                return  # SageMaker refused for now: the next event or sweep plans again
+        for preemption in plan.preemptions:
+            victim = self.store.get(preemption.victim.name)
+            if victim is None or victim.state != JobState.RUNNING:
+                raise StaleState(f"{preemption.victim.name} is no longer running")
+            self.store.begin_stop(
+                victim,
+                JobState.PREEMPTING,
+                now,
+                preempted_by=preemption.preemptor,
+                pool_version=version,
+            )
+            version += 1
+            logger.info(preemption.reason, extra={"job": victim.name})
+            self.report.preemptions += 1
+            self.sagemaker.stop(victim.attempt_name)
+        claimed: list[tuple[Job, str, WarmPool | None]] = []
+        try:
+            for waiting in plan.starts:
+                job = self.store.get(waiting.name)
+                if job is None or not job.state.is_waiting:
+                    raise StaleState(f"{waiting.name} is no longer waiting")
+                name = attempt_name(job.name, job.seq, len(job.attempts) + 1)
+                pool = plan.warm.get(waiting.name)
+                self.store.claim(waiting, name, version, now, warm=pool)
+                version += 1
+                if pool is not None:
+                    pool = replace(pool, claimed_by=name, claimed_at=now)
+                claimed.append(
+                    (
+                        replace(
+                            job,
+                            state=JobState.STARTING,
+                            attempt_name=name,
+                            warm_pool=pool and pool.name,
+                        ),
+                        name,
+                        pool,
+                    )
+                )
+        finally:
+            # What was claimed is started even if a later claim lost a race.
+            for job, name, pool in claimed:
+                self.create(job, name, pool)
+
+    def _release(self, pool: WarmPool, reason: str) -> bool:
+        try:
+            self.store.release_pool(pool)
+        except StaleState:
+            raise StaleState(f"the warm pool of {pool.job} is no longer idle") from None
+        try:
+            self.sagemaker.release_pool(pool.name)
+        except SageMakerError as exc:
+            logger.warning(f"could not release a warm pool: {exc}", extra={"job": pool.job})
+            self.store.restore_pool(pool)
+            return False
+        logger.info(reason, extra={"job": pool.job, "sagemaker_job": pool.name})
+        return True
+
+    # -- starting a job ---------------------------------------------------------------------
+
+    def create(self, job: Job, sagemaker_name: str, pool: WarmPool | None = None) -> None:
+        """CreateTrainingJob for ``job``'s claimed attempt, and what its outcome means; on a
+        warm ``pool`` (claimed for it), whether SageMaker moved the pool to it."""
+        result = self.sagemaker.start(job.request, sagemaker_name, job.name, len(job.attempts) + 1)
+        log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
+        if result.outcome is StartOutcome.UNKNOWN:
+            logger.warning(
+                f"start outcome unknown, the sweep will check: {result.message}", extra=log
+            )
+            return  # the sweep checks the job, and the pool it claimed
+        if result.outcome is StartOutcome.REFUSED:
+            logger.warning(f"start refused, will retry: {result.message}", extra=log)
+        elif result.outcome is StartOutcome.INVALID:
+            logger.warning(f"start failed: {result.message}", extra=log)
+        pool_found = self._describe_pool(pool) if pool is not None else _UNKNOWN
+        described = None if pool_found is _UNKNOWN else pool_found
+        warm = lifecycle.started_on(job, sagemaker_name, described)
+
+        def decide(current: Job) -> lifecycle.Decision:
+            return lifecycle.on_start(
+                current, sagemaker_name, result, self.clock(), self.backoff, warm
+            )
+
+        try:
+            self.act(job, decide(job))
+        except StaleState:
+            # Cancelled while CreateTrainingJob was under way: decide again on what it is now.
+            current = self.store.get(job.name)
+            if current is not None:
+                self.act(current, decide(current))
+        else:
+            if result.outcome is StartOutcome.STARTED:
+                self.report.waits_at_start.append(self.clock() - job.submitted_at)
+                self.report.warm_starts += warm is not None
+                logger.info("job started" + (" on a warm pool" if warm else ""), extra=log)
+        if pool is not None and pool_found is not _UNKNOWN:
+            self.act_on_pool(pool, lifecycle.on_pool(pool, described, self.clock(), True))
+
+    def _describe_pool(self, pool: WarmPool):
+        """The job that left ``pool``, described (None: SageMaker has no such job), or
+        ``_UNKNOWN`` if SageMaker would not say: the sweep checks the pool later."""
+        try:
+            return self.sagemaker.describe(pool.name)
+        except SageMakerError as exc:
+            logger.warning(f"could not check a warm pool now: {exc}", extra={"job": pool.job})
+            return _UNKNOWN
+
+    # -- lifecycle decisions ----------------------------------------------------------------
+
+    def decide(self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]):
+        """Carry out ``decide(job)``; when the write loses a race, re-read and decide again."""
+        for _ in range(_RETRIES):
+            try:
+                self.act(job, decide(job))
+                return
+            except StaleState:
+                job = self.store.get(job.name)
+
+    def act(self, job: Job, decision: lifecycle.Decision) -> None:
+        """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""
+        now = self.clock()
+        match decision:
+            case lifecycle.Ignore(why):
+                logger.debug(f"nothing to do: {why}", extra={"job": job and job.name})
+            case lifecycle.MarkRunning(attempt):
+                self.store.mark_running(job, attempt)
+            case lifecycle.Settle(state, attempts, failure_reason, pool):
+                changes: dict = {}
+                if attempts is not None:
+                    changes["attempts"] = attempts
+                if failure_reason is not None:
+                    changes["failure_reason"] = failure_reason
+                self.store.settle(job, state, now, pool=pool, **changes)
+                log = {"job": job.name, "sagemaker_job": job.attempt_name}
+                logger.info(f"job {state}" + (", leaving a warm pool" if pool else ""), extra=log)
+            case lifecycle.BackOff(not_before, failures, last_error, attempts):
+                changes = {} if attempts is None else {"attempts": attempts}
+                self.store.settle(
+                    job,
+                    JobState.PENDING,
+                    now,
+                    not_before=not_before,
+                    start_failures=failures,
+                    last_error=last_error,
+                    **changes,
+                )
+            case lifecycle.RetryStart():
+                logger.info("retrying an interrupted start", extra={"job": job.name})
+                self.create(job, job.attempt_name)
+            case lifecycle.Stop(why):
+                logger.info(f"stopping: {why}", extra={"job": job.name})
+                self.sagemaker.stop(job.attempt_name)
+
+    def act_on_pool(self, pool: WarmPool, decision: lifecycle.PoolDecision) -> None:
+        """Write one decision about a warm pool; one that changed meanwhile is left alone."""
+        log = {"job": pool.job, "sagemaker_job": pool.name}
+        try:
+            match decision:
+                case lifecycle.ForgetPool(why):
+                    if pool.claimed_by is None:
+                        self.store.release_pool(pool)
+                    else:
+                        self.store.drop_pool(pool)
+                    logger.info(f"warm pool gone: {why}", extra=log)
+                case lifecycle.UnclaimPool(why):
+                    self.store.unclaim_pool(pool)
+                    logger.info(f"warm pool idle again: {why}", extra=log)
+        except StaleState:
+            logger.debug("the warm pool changed meanwhile", extra=log)

@@ -1,0 +1,206 @@
+"""Reads of the queue table: a job, the holders of capacity, the waiting queue in order.
+
+Strongly consistent where a decision depends on them (a GSI would be eventually consistent
+and could hide a just-submitted job from the pass that should start it); the waiting queue is
+read lazily, page by page, only as far as the scheduler asks.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from botocore.exceptions import ClientError
+
+from job_queue.models import Job
+from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.snapshot import WarmPool
+from job_queue.store import codecs, table
+from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
+
+_FIRST_PAGE = 8  # waiting entries per Query; doubles while the scheduler reads on
+_MAX_PAGE = 256
+
+
+@dataclass(frozen=True)
+class Holders:
+    """What holds instances — jobs and warm pools — and the version a capacity change must
+    expect."""
+
+    version: int
+    jobs: tuple[ActiveJob, ...]
+    attempt_names: Mapping[str, str]
+    pools: tuple[WarmPool, ...] = ()  # warm pools, idle or being started on
+    shares_text: str | None = None  # quota shares set at run time (PUT /shares)
+    shares_deployed: str | None = None  # the deployed shares they replaced
+
+    @property
+    def idle_pools(self) -> tuple[WarmPool, ...]:
+        """The warm pools no job is being started on."""
+        return tuple(pool for pool in self.pools if pool.claimed_by is None)
+
+
+class TableReads:
+    """The reads of :class:`~job_queue.store.DynamoJobStore`."""
+
+    def __init__(self, client, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get(self, name: str) -> Job | None:
+        item = self._db.get_item(
+            TableName=self._table, Key=table.ser(table.job_key(name)), ConsistentRead=True
+        ).get("Item")
+        return codecs.job_from_item(table.de(item)) if item else None
+
+    def holders(self) -> Holders:
+        """The jobs and warm pools holding instances now (strongly consistent)."""
+        item = self._db.get_item(
+            TableName=self._table, Key=table.ser(POOL_KEY), ConsistentRead=True
+        ).get("Item")
+        if item is None or "pools" not in item:
+            self._create_holders(exists=item is not None)
+            return self.holders()
+        holders = table.de(item)
+        entries = holders["active"]
+        return Holders(
+            version=int(holders["version"]),
+            jobs=tuple(codecs.active_from_entry(n, e) for n, e in sorted(entries.items())),
+            attempt_names={name: e["attempt_name"] for name, e in entries.items()},
+            pools=tuple(
+                codecs.warm_pool_from_entry(n, e) for n, e in sorted(holders["pools"].items())
+            ),
+            shares_text=holders.get("shares"),
+            shares_deployed=holders.get("shares_deployed"),
+        )
+
+    def _create_holders(self, exists: bool) -> None:
+        """The holders item, empty; or, in a table from before warm pools, its pools map."""
+        try:
+            if exists:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=table.ser(POOL_KEY),
+                    UpdateExpression="SET pools = :none",
+                    ConditionExpression="attribute_not_exists(pools)",
+                    ExpressionAttributeValues=table.ser({":none": {}}),
+                )
+            else:
+                self._db.put_item(
+                    TableName=self._table,
+                    Item=table.ser({**POOL_KEY, "version": 0, "active": {}, "pools": {}}),
+                    ConditionExpression="attribute_not_exists(pk)",
+                )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":  # another invocation did it
+                raise
+
+    def waiting(
+        self,
+        instance_types: list[str],
+        is_open: Callable[[str, str | None], bool] | None = None,
+        shares: Sequence[str | None] = (None,),
+    ) -> Iterator[WaitingJob]:
+        """Waiting jobs of these instance types and shares (None: jobs without a share) in
+        queue order, read lazily page by page.
+
+        ``is_open(instance type or "*", share)`` (the scheduler's) tells which partitions
+        are still worth reading: a closed one is read no further.
+        """
+        partitions = [(t, s) for s in shares for t in [*instance_types, MULTI_TYPE]]
+
+        def wanted(itype: str, share: str | None) -> bool:
+            return is_open is None or is_open(itype, share)
+
+        streams = [
+            self._read_partition(
+                table.partition(itype, share), lambda t=itype, s=share: wanted(t, s)
+            )
+            for itype, share in partitions
+        ]
+        for _, job in heapq.merge(*streams, key=lambda pair: pair[0]):
+            yield job
+
+    def position(self, job: Job) -> int:
+        """1-based place of a waiting job: 1 + the waiting jobs ahead of it that need one of
+        its instance types, of its share if it has one (as
+        :func:`job_queue.scheduler.positions` counts)."""
+        key = table.order_key(job.priority, job.seq)
+        ahead = sum(self._count_before(table.partition(t, job.share), key) for t in job.demand)
+        # Jobs needing several types are few; read them and keep those that compete.
+        multi = self._read_partition(table.partition(MULTI_TYPE, job.share), lambda: True)
+        for sort_key, other in multi:
+            if sort_key >= key:
+                break
+            ahead += bool(set(other.demand) & set(job.demand))
+        return ahead + 1
+
+    def depth(self, instance_types: list[str], share: str | None = None) -> int:
+        """How many jobs (of a share) wait, counted without reading them."""
+        partitions = [table.partition(t, share) for t in [*instance_types, MULTI_TYPE]]
+        # A metric: eventually consistent reads cost half.
+        return sum(self._count_before(p, "~", consistent=False) for p in partitions)
+
+    def next_seq(self) -> int:
+        result = self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(SEQ_KEY),
+            UpdateExpression="ADD #v :one",
+            ExpressionAttributeNames={"#v": "value"},
+            ExpressionAttributeValues=table.ser({":one": 1}),
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(table.de(result["Attributes"])["value"])
+
+    def _read_partition(self, partition: str, wanted: Callable[[], bool]):
+        """(sort key, waiting job) of a partition in order, a page at a time while
+        ``wanted()``; pages grow so that a pass that reads on pays few calls."""
+        query = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": partition},
+        }
+        for page in self._pages(query, wanted, first_page=_FIRST_PAGE):
+            for raw in page.get("Items", []):
+                item = table.de(raw)
+                yield item["sk"], codecs.waiting_from_item(item)
+
+    def _count_before(self, partition: str, key: str, consistent: bool = True) -> int:
+        query = {
+            "KeyConditionExpression": "pk = :pk AND sk < :key",
+            "ExpressionAttributeValues": {":pk": partition, ":key": key},
+            "Select": "COUNT",
+        }
+        return sum(page["Count"] for page in self._pages(query, consistent=consistent))
+
+    def _pages(
+        self,
+        query: dict,
+        wanted: Callable[[], bool] = lambda: True,
+        first_page: int | None = None,
+        consistent: bool = True,
+    ) -> Iterator[dict]:
+        """The pages of a Query, following LastEvaluatedKey while ``wanted()``; with
+        ``first_page``, pages of that many items, doubling up to 256."""
+        params = {
+            "TableName": self._table,
+            **query,
+            "ExpressionAttributeValues": table.ser(query["ExpressionAttributeValues"]),
+            "ConsistentRead": consistent,
+        }
+        limit = first_page
+        while wanted():
+            if limit:
+                params["Limit"] = limit
+            result = self._db.query(**params)
+            yield result
+            if not result.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = result["LastEvaluatedKey"]
+            limit = limit and min(limit * 2, _MAX_PAGE)
+
+
+def _code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")

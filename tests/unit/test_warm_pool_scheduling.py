@@ -1,0 +1,317 @@
+"""Deciding with warm pools, as scenarios: start on a matching pool, else on free instances,
+else release pools the job does not match (oldest first, only as many as needed) before
+preempting anyone; in the single queue and with quota shares."""
+
+import copy
+from dataclasses import dataclass, field
+
+import pytest
+
+from job_queue.models import JobState
+from job_queue.scheduler import ActiveJob, Policy, Share, Strategy, WaitingJob, plan
+from job_queue.scheduler.snapshot import WarmPool
+
+P5 = "ml.p5.48xlarge"
+NOW = 10_000.0
+
+
+def waiting(name, priority=0, instances=1, key="a", seq=None, max_runtime=None, share=None):
+    return WaitingJob(
+        name=name,
+        priority=priority,
+        seq=seq if seq is not None else sum(map(ord, name)),
+        demand={P5: instances},
+        max_runtime=max_runtime,
+        share=share,
+        warm_key=key,
+    )
+
+
+def running(name, priority=0, instances=1, started=0.0, state=JobState.RUNNING, share=None):
+    return ActiveJob(
+        name=name,
+        priority=priority,
+        seq=len(name),
+        demand={P5: instances},
+        state=state,
+        started_at=started,
+        max_runtime=1000,
+        share=share,
+    )
+
+
+def pool(name, key="a", instances=1, since=NOW - 100, expires=NOW + 500, share=None):
+    return WarmPool(
+        name=f"{name}-job",
+        job=name,
+        demand={P5: instances},
+        key=key,
+        since=since,
+        expires_at=expires,
+        share=share,
+    )
+
+
+@dataclass
+class Scenario:
+    title: str
+    waiting: list
+    pools: list
+    active: list = field(default_factory=list)
+    capacity: int = 2
+    starts: list = field(default_factory=list)
+    warm: dict = field(default_factory=dict)  # job -> the pool (by job that left it)
+    released: list = field(default_factory=list)
+    preempted: list = field(default_factory=list)
+    policy: Policy = field(default_factory=Policy)
+    shares: tuple = ()
+
+
+SINGLE_QUEUE = [
+    Scenario(
+        "a job starts on the idle pool of its configuration",
+        waiting=[waiting("next", key="a")],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["next"],
+        warm={"next": "done"},
+    ),
+    Scenario(
+        "of two matching pools, the oldest is taken",
+        waiting=[waiting("next")],
+        pools=[pool("newer", since=NOW - 10), pool("older", since=NOW - 90)],
+        starts=["next"],
+        warm={"next": "older"},
+    ),
+    Scenario(
+        "a job prefers its pool to free instances",
+        waiting=[waiting("next")],
+        pools=[pool("done")],
+        capacity=3,
+        starts=["next"],
+        warm={"next": "done"},
+    ),
+    Scenario(
+        "a job that matches no pool starts on free instances; the pool stays",
+        waiting=[waiting("next", key="b")],
+        pools=[pool("done", key="a")],
+        starts=["next"],
+    ),
+    Scenario(
+        "no free instances: a pool the job does not match is released for it",
+        waiting=[waiting("next", key="b")],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["next"],
+        released=["done"],
+    ),
+    Scenario(
+        "only as many pools as it needs, the oldest first",
+        waiting=[waiting("next", key="c")],
+        pools=[pool("newer", since=NOW - 10), pool("older", since=NOW - 90)],
+        starts=["next"],
+        released=["older"],
+    ),
+    Scenario(
+        "a pool of another size does not match: it is released",
+        waiting=[waiting("next", instances=1)],
+        pools=[pool("pair", instances=2)],
+        starts=["next"],
+        released=["pair"],
+    ),
+    Scenario(
+        "a pool that matches nothing (no configuration key) is released when needed",
+        waiting=[waiting("next")],
+        pools=[pool("unmatched", key=None)],
+        active=[running("other")],
+        starts=["next"],
+        released=["unmatched"],
+    ),
+    Scenario(
+        "pools are released before any running job is preempted",
+        waiting=[waiting("urgent", 5, key="b")],
+        pools=[pool("idle", key="a")],
+        active=[running("low", 0)],
+        starts=["urgent"],
+        released=["idle"],
+    ),
+    Scenario(
+        "a pool not enough alone is released with the preemption that makes up the rest",
+        waiting=[waiting("urgent", 5, instances=2, key="b")],
+        pools=[pool("idle", key="a")],
+        active=[running("low", 0)],
+        released=["idle"],
+        preempted=["low"],
+    ),
+    Scenario(
+        "a victim that frees enough alone is stopped, the pool that would not spare it kept",
+        waiting=[waiting("urgent", 5, instances=2, key="b")],
+        pools=[pool("idle", key="a")],
+        active=[running("low", 0, instances=2)],
+        capacity=3,
+        preempted=["low"],
+    ),
+    Scenario(
+        "no preemption possible: nothing is released either",
+        waiting=[waiting("big", 0, instances=2, key="b")],
+        pools=[pool("idle", key="a")],
+        active=[running("vip", 9)],
+    ),
+    Scenario(
+        "a later matching job does not jump ahead: the first in line takes the instances",
+        waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["first"],
+        released=["done"],
+    ),
+    Scenario(
+        "a job waiting for a stop under way leaves the pool to a later matching job",
+        waiting=[waiting("owed", 5, key="b", seq=1), waiting("matching", 0, key="a", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("stopping", 0, state=JobState.PREEMPTING)],
+        starts=["matching"],
+        warm={"matching": "done"},
+    ),
+    Scenario(
+        "an expired pool is gone: its instances are free, nothing is released",
+        waiting=[waiting("next", key="b")],
+        pools=[pool("old", key="a", expires=NOW)],
+        active=[running("other")],
+        starts=["next"],
+    ),
+    Scenario(
+        "nobody waiting: pools are kept",
+        waiting=[],
+        pools=[pool("done")],
+    ),
+    Scenario(
+        "with preemption off, idle pools are still released for waiting work",
+        waiting=[waiting("next", key="b")],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["next"],
+        released=["done"],
+        policy=Policy(preemption=False),
+    ),
+    Scenario(
+        "backfill: a short job starts on its pool while a bigger job is held",
+        waiting=[
+            waiting("gang", 1, instances=3, key="g", seq=1),
+            waiting("short", 0, key="a", seq=2, max_runtime=100),
+        ],
+        pools=[pool("done", key="a")],
+        active=[running("vip", 9, started=NOW)],
+        capacity=3,
+        starts=["short"],
+        warm={"short": "done"},
+    ),
+]
+
+
+TEAMS = (
+    Share("vision", {P5: 2}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
+    Share("prod", {P5: 1}, Strategy.RESERVE),
+    Share("nlp", {P5: 1}, Strategy.LEND),
+)
+
+WITH_SHARES = [
+    Scenario(
+        "a job starts on its own share's pool",
+        waiting=[waiting("v2", share="vision")],
+        pools=[pool("v1", share="vision")],
+        active=[
+            running("p", share="prod"),
+            running("n", share="nlp"),
+            running("v0", share="vision"),
+        ],
+        capacity=4,
+        starts=["v2"],
+        warm={"v2": "v1"},
+        shares=TEAMS,
+    ),
+    Scenario(
+        "another share's matching pool is not used: the job starts on free instances",
+        waiting=[waiting("v2", share="vision")],
+        pools=[pool("n1", share="nlp")],
+        capacity=4,
+        starts=["v2"],
+        shares=TEAMS,
+    ),
+    Scenario(
+        "a share's own pool is released before it preempts within the share",
+        waiting=[waiting("v-urgent", 5, key="b", share="vision")],
+        pools=[pool("v1", key="a", share="vision")],
+        active=[running("v-low", 0, share="vision"), running("p", share="prod")],
+        capacity=4,
+        starts=["v-urgent"],
+        released=["v1"],
+        shares=TEAMS,
+    ),
+    Scenario(
+        "a lender's idle pool is released for a borrower",
+        waiting=[waiting("v3", key="b", share="vision")],
+        pools=[pool("n1", key="a", share="nlp")],
+        active=[running("v1", share="vision"), running("v2", share="vision")],
+        capacity=4,
+        starts=["v3"],
+        released=["n1"],
+        shares=TEAMS,
+    ),
+    Scenario(
+        "a RESERVE share's pool is never released for another share's job",
+        waiting=[waiting("v3", key="b", share="vision")],
+        pools=[pool("p1", key="a", share="prod")],
+        active=[
+            running("v1", share="vision"),
+            running("v2", share="vision"),
+            running("n", share="nlp"),
+        ],
+        capacity=4,
+        shares=TEAMS,
+    ),
+    Scenario(
+        "a pool on borrowed capacity is released before a borrowing job is reclaimed",
+        waiting=[waiting("n2", key="b", share="nlp")],
+        pools=[pool("v3", key="a", share="vision")],
+        active=[
+            running("v1", share="vision"),
+            running("v2", share="vision"),
+            running("p", share="prod"),
+        ],
+        capacity=4,
+        starts=["n2"],
+        released=["v3"],
+        shares=TEAMS,
+    ),
+]
+
+
+def check(s: Scenario) -> None:
+    before = copy.deepcopy((s.waiting, s.active, s.pools))
+    capacity = {P5: s.capacity}
+    result = plan(s.waiting, s.active, capacity, NOW, s.policy, s.shares, s.pools)
+    assert [j.name for j in result.starts] == s.starts
+    assert {name: p.job for name, p in result.warm.items()} == s.warm
+    assert [r.pool.job for r in result.releases] == s.released
+    assert [p.victim.name for p in result.preemptions] == s.preempted
+    for release in result.releases:
+        assert release.for_job in {j.name for j in s.waiting} and release.reason
+    assert (s.waiting, s.active, s.pools) == before, "input was mutated"
+    held = sum(a.demand[P5] for a in s.active) + sum(
+        p.demand[P5] for p in s.pools if p.expires_at > NOW
+    )
+    cold = sum(j.demand[P5] for j in result.starts if j.name not in result.warm)
+    released = sum(r.pool.demand[P5] for r in result.releases)
+    stopping = sum(p.victim.demand[P5] for p in result.preemptions)
+    assert held - released - stopping + cold <= s.capacity or not cold, "over capacity"
+
+
+@pytest.mark.parametrize("s", SINGLE_QUEUE, ids=[s.title for s in SINGLE_QUEUE])
+def test_single_queue_with_pools(s: Scenario):
+    check(s)
+
+
+@pytest.mark.parametrize("s", WITH_SHARES, ids=[s.title for s in WITH_SHARES])
+def test_quota_shares_with_pools(s: Scenario):
+    check(s)
