@@ -2,7 +2,11 @@
 
 Rules of a pass (:class:`SharePlanner`), in queue order (priority, then submission):
 
-0. A job whose configuration matches an idle warm pool its own share left starts on it.
+0. A job whose configuration matches an idle warm pool its own share left starts on it, if
+   its share has room for it without that pool (a victim's pool does not keep a share over
+   its limit). (One
+   admitted by the rules below that matches another share's pool starts on that one: it is
+   what SageMaker does; the pool's instances then count for the job's share.)
 1. Otherwise it uses its share's own idle capacity (its limit minus what its jobs and pools
    hold, unless that idle capacity is lent out) — releasing idle warm pools that it does not
    match if that is what it takes (its share's own, or any but another RESERVE share's; a
@@ -145,7 +149,7 @@ class SharePlanner:
                 self._collecting.difference_update(keys)
             return
         pool = self._pools.matching(job, share.name)
-        if pool is not None:
+        if pool is not None and self._may_start_on(pool, share, job):
             self._pools.remove(pool)  # the pool's instances stay with its share, for this job
             self._warm[job.name] = pool
             self._starts.append(job)
@@ -260,11 +264,21 @@ class SharePlanner:
             candidates = [*pools, *self._candidates]
         return choose_victims(candidates, _ShareRoom(self, job, share, eligible, borrow))
 
+    def _may_start_on(self, pool: WarmPool, share: Share, job: WaitingJob) -> bool:
+        """Whether the share has room of its own for ``job`` once ``pool`` is given back: a
+        pool that keeps its share over its limit (a victim's, say) must not keep it there."""
+        ledger = self._ledger.copy()
+        ledger.give_back(pool.share, pool.demand)
+        return ledger.grant(share, job.demand, borrow=False)
+
     def _releasable(self, pool: WarmPool, share: Share) -> bool:
         """Whether a job of ``share`` may release ``pool``: its share's own, or one whose
-        capacity another share may take (any but another RESERVE share's)."""
+        capacity another share may take — any but another RESERVE share's within its limit
+        (a preempted job's pool may leave its share over it)."""
         owner = self._shares.get(pool.share) if pool.share is not None else None
-        return pool.share == share.name or owner is None or owner.lends
+        if pool.share == share.name or owner is None or owner.lends:
+            return True
+        return any(self._ledger.borrowed(pool.share, itype) > 0 for itype in pool.demand)
 
     def _fits(
         self, ledger: ShareLedger, share: Share, demand: Demand, freed, borrow: bool = False
@@ -324,7 +338,16 @@ class SharePlanner:
             count <= self._free[t] - self._reserved(share, t) for t, count in job.demand.items()
         )
         self._ledger.take(share.name, job.demand)
-        take(self._free, self._releasing, job.demand)
+        other = self._pools.matching(job) if starts_now else None
+        if other is not None:
+            # Another share's idle pool matches it: SageMaker starts the job on that pool,
+            # whatever the queue intends. The job holds the pool's instances (the pool's
+            # share no longer does); the free ones stay free.
+            self._pools.remove(other)
+            self._ledger.give_back(other.share, other.demand)
+            self._warm[job.name] = other
+        else:
+            take(self._free, self._releasing, job.demand)
         if starts_now:
             self._starts.append(job)
 

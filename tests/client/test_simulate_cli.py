@@ -50,6 +50,7 @@ def test_json_is_exactly_one_object_with_jobs_and_metrics(capsys, workload):
         "jct_s",
         "preemptions",
         "lost_instance_s",
+        "warm_starts",
     }
     assert set(answer["metrics"]) == {
         "jobs",

@@ -105,3 +105,34 @@ def test_both_engines_share_lend_reclaim_and_preempt_alike():
     assert {j.spec.name: j.state for j in fast.jobs} == states
     preempted = {d.job for d in real if d.action == "preempt"}
     assert {"qs1-med", "qs1-high"} <= preempted  # a reclaim, then in-share preemption
+
+
+WARM = """name,submit_s,duration_s,priority,instance_type,instance_count,keep_alive_s,warm_key
+first-a,0,300,1,ml.p5.48xlarge,1,120,team-a
+first-b,0,500,1,ml.p5.48xlarge,1,120,team-b
+again-a,350,300,1,ml.p5.48xlarge,1,120,team-a
+other-c,360,200,1,ml.p5.48xlarge,1,,team-c
+urgent-a,400,100,5,ml.p5.48xlarge,1,120,team-a
+late-b,1500,100,1,ml.p5.48xlarge,1,0,team-b
+pair-a,1600,200,2,ml.p5.48xlarge,2,60,team-a
+"""
+
+
+def test_both_engines_keep_reuse_and_release_warm_pools_alike():
+    capacity = {"ml.p5.48xlarge": 2}
+    jobs = parse_workload(io.StringIO(WARM), capacity)
+    settings = SimSettings(
+        capacity,
+        stop_latency=30.0,
+        start_latency=120.0,
+        warm_start_latency=20.0,
+        keep_alive_s=90,
+    )
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    warm = {j.spec.name for j in fast.jobs if any(a.warm for a in j.attempts)}
+    assert {"again-a", "urgent-a"} <= warm  # on first-a's pool, then on a preempted one's
+    assert any(p.ended_by == "released" for p in fast.pools)

@@ -231,11 +231,21 @@ WITH_SHARES = [
         shares=TEAMS,
     ),
     Scenario(
-        "another share's matching pool is not used: the job starts on free instances",
+        "a job admitted to its own share's room starts on another share's matching pool, as "
+        "SageMaker would start it there",
         waiting=[waiting("v2", share="vision")],
         pools=[pool("n1", share="nlp")],
         capacity=4,
         starts=["v2"],
+        warm={"v2": "n1"},
+        shares=TEAMS,
+    ),
+    Scenario(
+        "another share's matching pool does not let in a job its share has no room for",
+        waiting=[waiting("n2", share="nlp")],
+        pools=[pool("v1", share="vision")],
+        active=[running("n1", share="nlp"), running("p", share="prod")],
+        capacity=4,
         shares=TEAMS,
     ),
     Scenario(

@@ -160,8 +160,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "workload",
-        help="CSV: name,submit_s,duration_s,priority,"
-        "instance_type,instance_count[,share,max_runtime_s,checkpoint_s]",
+        help="CSV: name,submit_s,duration_s,priority,instance_type,instance_count"
+        "[,share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key]",
     )
     simulate.add_argument(
         "--capacity",
@@ -183,6 +183,20 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         metavar="S",
         help="seconds of provisioning before a job makes progress (default 0)",
+    )
+    simulate.add_argument(
+        "--warm-start-latency",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="seconds before a job started on a warm pool makes progress (default 0)",
+    )
+    simulate.add_argument(
+        "--keep-alive",
+        type=_whole_seconds,
+        default=0,
+        metavar="S",
+        help="warm-pool keep-alive of rows that set none (the KeepAliveSeconds setting)",
     )
     simulate.add_argument(
         "--no-preemption",

@@ -91,6 +91,8 @@ def simulate(args) -> int:
         capacity=capacity,
         stop_latency=args.stop_latency,
         start_latency=args.start_latency,
+        warm_start_latency=args.warm_start_latency,
+        keep_alive_s=args.keep_alive,
         policy=Policy(
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,

@@ -23,8 +23,8 @@ from tjq.simulate.workload import WorkloadJob
 NO_PREEMPTION = Policy(preemption=False, backfill=False)  # a plain capped queue
 
 
-def fifo(active, waiting, capacity, now, policy) -> Plan:
-    return queue_decision(active, waiting, capacity, now, NO_PREEMPTION)
+def fifo(active, waiting, capacity, now, policy, pools=()) -> Plan:
+    return queue_decision(active, waiting, capacity, now, NO_PREEMPTION, pools)
 
 
 def unprioritised(jobs: list[WorkloadJob]) -> list[WorkloadJob]:
@@ -32,7 +32,9 @@ def unprioritised(jobs: list[WorkloadJob]) -> list[WorkloadJob]:
     return [replace(job, priority=0) for job in jobs]
 
 
-def blog_decision(active, waiting, capacity, now, policy) -> Plan:
+def blog_decision(active, waiting, capacity, now, policy, pools=()) -> Plan:
+    # The blog counts running jobs only: warm pools are invisible to it (SageMaker then
+    # starts a matching job on one, and refuses a start that finds no instance free).
     (max_capacity,) = capacity.values()
     pending = list(islice(waiting, max_capacity))
     if not pending:

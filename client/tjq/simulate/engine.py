@@ -10,7 +10,14 @@ It models what the queue and SageMaker do, in the order the real system does it:
   ``stop_latency``;
 * a preempted job keeps its place in line and resumes from its last checkpoint (or zero);
 * with a minimum run time, a pass also runs when a started job's protection ends (the
-  Lambda's one-minute sweep does that, up to a minute later).
+  Lambda's one-minute sweep does that, up to a minute later);
+* an attempt of a job with a keep-alive leaves a warm pool when it ends (SageMaker's warm-pool
+  quota is assumed to allow it): the pool holds the instances until it expires, is
+  released (its instances free at once) or a job starts on it -- a job whose configuration
+  matches always does, as SageMaker starts it there, and it makes progress after
+  ``warm_start_latency``. A start with neither a pool nor free instances is refused (only a
+  baseline that does not count pools plans one) and the job stays in line; a pass runs again
+  a minute later (as a one-minute schedule would retry it).
 """
 
 from __future__ import annotations
@@ -20,76 +27,40 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 
 from job_queue.models import JobState, Outcome
-from job_queue.scheduler import ActiveJob, Plan, Policy, Share, WaitingJob, plan, queue_order
+from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
+from job_queue.scheduler.snapshot import WarmPool
+from tjq.simulate.records import (
+    AttemptRecord,
+    Decision,
+    JobResult,
+    PoolRecord,
+    SimResult,
+    SimSettings,
+)
 from tjq.simulate.workload import WorkloadJob
 
-# At equal times, attempts end, then jobs arrive, then protections end.
-_ENDED, _SUBMITTED, _UNPROTECTED = 0, 1, 2
+__all__ = ["Decision", "SimResult", "SimSettings", "queue_decision", "simulate"]
+
+# At equal times, attempts end, then jobs arrive, then protections end, then refused starts
+# are retried.
+_ENDED, _SUBMITTED, _UNPROTECTED, _RETRY = 0, 1, 2, 3
+RETRY_SECONDS = 60.0
 
 
-@dataclass(frozen=True)
-class SimSettings:
-    capacity: Mapping[str, int]  # with shares: their sum (see total_capacity)
-    stop_latency: float = 0.0
-    start_latency: float = 0.0
-    policy: Policy = field(default_factory=Policy)
-    shares: tuple[Share, ...] = ()
+# A scheduling decision: (active jobs, waiting jobs in queue order, capacity, now, policy,
+# idle warm pools).
+Decide = Callable[
+    [list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], float, Policy, list[WarmPool]],
+    Plan,
+]
 
 
-@dataclass
-class AttemptRecord:
-    """One SageMaker job run for a workload job: when it held its instances, how it ended."""
-
-    job: str
-    number: int
-    start: float
-    end: float | None = None  # when its instances were released
-    outcome: Outcome | None = None  # COMPLETED, FAILED (its max runtime) or PREEMPTED
-    work_done: float = 0.0  # seconds of progress this attempt made
-    work_lost: float = 0.0  # of which thrown away by the preemption
-    order: int = 0  # its end is processed, among equal times, in the order attempts started
-
-
-@dataclass
-class JobResult:
-    spec: WorkloadJob
-    state: JobState = JobState.PENDING
-    first_start_s: float | None = None
-    end_s: float | None = None
-    preemptions: int = 0
-    lost_instance_s: float = 0.0
-    attempts: list[AttemptRecord] = field(default_factory=list)
-
-
-@dataclass
-class Decision:
-    """A scheduling decision, for comparing engines: (time, "start"|"preempt", job)."""
-
-    time: float
-    action: str
-    job: str
-
-
-@dataclass
-class SimResult:
-    settings: SimSettings
-    jobs: list[JobResult]
-    decisions: list[Decision]
-    idle_while_waiting_instance_s: float
-    queue_depth: list[tuple[float, int]]  # (time, waiting jobs) after each event
-
-
-# A scheduling decision: (active jobs, waiting jobs in queue order, capacity, now, policy).
-Decide = Callable[[list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], float, Policy], Plan]
-
-
-def queue_decision(active, waiting, capacity, now, policy, shares=()) -> Plan:
+def queue_decision(active, waiting, capacity, now, policy, pools=(), shares=()) -> Plan:
     """The queue's own pass: the Lambda's planner, reading the queue only as far as needed."""
-    return plan(waiting, active, capacity, now, policy, shares)
+    return plan(waiting, active, capacity, now, policy, shares, pools)
 
 
 def simulate(
@@ -132,9 +103,13 @@ class _Replay:
                 submitted_at=job.submit_s,
                 max_runtime=job.max_runtime_s,
                 share=job.share if settings.shares else None,
+                warm_key=job.configuration,
             )
             for i, job in enumerate(jobs)
         ]
+        self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
+        self.pool_records: list[PoolRecord] = []
+        self.retry_pending = False
         self.active: dict[int, tuple[JobState, AttemptRecord]] = {}
         # What the scheduler sees of each job, built once per change rather than per pass.
         self.active_view: dict[int, ActiveJob] = {}
@@ -161,13 +136,18 @@ class _Replay:
             elif kind == _UNPROTECTED:
                 if not self.waiting_keys or not self._is_current(index, attempt):
                     continue  # nobody waits to preempt it, or it ended already
+            elif kind == _RETRY:
+                self.retry_pending = False
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
             self.depth.append((now, len(self.waiting_keys)))
         if self.progress:
             self.progress(total, total)
-        return SimResult(self.settings, self.results, self.decisions, self.idle, self.depth)
+        self._expire_pools(math.inf)
+        return SimResult(
+            self.settings, self.results, self.decisions, self.idle, self.depth, self.pool_records
+        )
 
     # -- events -----------------------------------------------------------------------------
 
@@ -199,6 +179,7 @@ class _Replay:
         attempt.end = now
         del self.active[index]
         del self.active_view[index]
+        self._leave_pool(index, attempt, now)
         if state == JobState.PREEMPTING:
             attempt.outcome = Outcome.PREEMPTED
             result.preemptions += 1
@@ -217,19 +198,35 @@ class _Replay:
     # -- a scheduling pass ------------------------------------------------------------------
 
     def _schedule(self, now: float) -> None:
+        self._expire_pools(now)
         decided = self.decide(
             list(self.active_view.values()),
             (self.waiting_view[self.waiting[key]] for key in self.waiting_keys),
             self.capacity,
             now,
             self.settings.policy,
+            [pool for pool, _ in self.pools.values()],
         )
+        for release in decided.releases:
+            self._end_pool(release.pool.name, now, "released")
         for preemption in decided.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
         for waiting in decided.starts:
-            self._start(self.waiting.pop(queue_order(waiting)), now)
+            index = self.waiting[queue_order(waiting)]
+            planned = decided.warm.get(waiting.name)
+            pool = planned.name if planned else self._matching_pool(waiting)
+            if pool is None and not self._fits(waiting):
+                self.results[index].refused_starts += 1  # it stays in line
+                if not self.retry_pending:
+                    self.retry_pending = True
+                    self._push(now + RETRY_SECONDS, _RETRY, index, 0)
+                continue
+            del self.waiting[queue_order(waiting)]
+            if pool is not None:
+                self._end_pool(pool, now, "reused")
+            self._start(index, now, warm=pool is not None)
 
-    def _start(self, index: int, now: float) -> None:
+    def _start(self, index: int, now: float, warm: bool = False) -> None:
         result = self.results[index]
         spec = result.spec
         key = queue_order(self.waiting_view[index])
@@ -238,7 +235,10 @@ class _Replay:
         sizes[spec.instance_count] -= 1
         if not sizes[spec.instance_count]:
             del sizes[spec.instance_count]
-        attempt = AttemptRecord(spec.name, len(result.attempts) + 1, now)
+        latency = self.settings.warm_start_latency if warm else self.settings.start_latency
+        attempt = AttemptRecord(
+            spec.name, len(result.attempts) + 1, now, warm=warm, latency=latency
+        )
         result.attempts.append(attempt)
         result.state = JobState.RUNNING
         if result.first_start_s is None:
@@ -249,9 +249,7 @@ class _Replay:
         remaining = spec.duration_s - self.done_work[index]
         work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
         attempt.work_done = work  # until a preemption says otherwise
-        attempt.order = self._push(
-            now + self.settings.start_latency + work, _ENDED, index, attempt.number
-        )
+        attempt.order = self._push(now + latency + work, _ENDED, index, attempt.number)
         if self.settings.policy.min_run_s and self.settings.policy.preemption:
             self._push(now + self.settings.policy.min_run_s, _UNPROTECTED, index, attempt.number)
 
@@ -261,7 +259,7 @@ class _Replay:
         self.active[index] = (JobState.PREEMPTING, attempt)
         self.active_view[index] = self._active_job(index, JobState.PREEMPTING, attempt)
         self.decisions.append(Decision(now, "preempt", spec.name))
-        worked = min(attempt.work_done, max(0.0, now - attempt.start - self.settings.start_latency))
+        worked = min(attempt.work_done, max(0.0, now - attempt.start - attempt.latency))
         total = self.done_work[index] + worked
         # Work since the last checkpoint is lost (all of it without checkpoints).
         kept = (
@@ -287,13 +285,55 @@ class _Replay:
             share=spec.share if self.settings.shares else None,
         )
 
-    def _account_idle(self, start: float, end: float) -> None:
-        if not self.waiting_keys:
+    # -- warm pools -------------------------------------------------------------------------
+
+    def _leave_pool(self, index: int, attempt: AttemptRecord, now: float) -> None:
+        spec = self.results[index].spec
+        keep_alive = self.settings.keep_alive_s if spec.keep_alive_s is None else spec.keep_alive_s
+        if not keep_alive:
             return
+        name = f"{spec.name}#{attempt.number}"
+        share = spec.share if self.settings.shares else None
+        pool = WarmPool(
+            name, spec.name, spec.demand, spec.configuration, now, now + keep_alive, share
+        )
+        record = PoolRecord(spec.name, spec.instance_count, now, pool.expires_at)
+        self.pools[name] = (pool, record)
+        self.pool_records.append(record)
+
+    def _end_pool(self, name: str, now: float, how: str) -> None:
+        _, record = self.pools.pop(name)
+        record.until, record.ended_by = now, how
+
+    def _expire_pools(self, now: float) -> None:
+        for name, (pool, record) in list(self.pools.items()):
+            if pool.expires_at <= now:
+                del self.pools[name]
+                record.until, record.ended_by = pool.expires_at, "expired"
+
+    def _matching_pool(self, job: WaitingJob) -> str | None:
+        """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""
+        return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
+
+    def _fits(self, job: WaitingJob) -> bool:
+        """Whether the job's instances are free (neither held by a job nor by a pool)."""
+        free = self._free()
+        return all(count <= free[itype] for itype, count in job.demand.items())
+
+    def _free(self) -> dict[str, int]:
         free = dict(self.capacity)
         for index in self.active:
             spec = self.results[index].spec
             free[spec.instance_type] -= spec.instance_count
+        for pool, _ in self.pools.values():
+            for itype, count in pool.demand.items():
+                free[itype] -= count
+        return free
+
+    def _account_idle(self, start: float, end: float) -> None:
+        if not self.waiting_keys:
+            return
+        free = self._free()
         for itype, sizes in self.waiting_sizes.items():
             if free[itype] > 0 and sizes and min(sizes) <= free[itype]:
                 self.idle += free[itype] * (end - start)

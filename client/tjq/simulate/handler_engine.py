@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from job_queue import tags
 from tjq.local.cloud import LocalCloud, training_request
-from tjq.simulate.engine import Decision, SimSettings
+from tjq.simulate.records import Decision, SimSettings
 from tjq.simulate.workload import WorkloadJob
 
 
@@ -26,10 +26,14 @@ def decisions_through_handler(
         stop_seconds=settings.stop_latency,
         policy=settings.policy,
         shares=settings.shares,
+        keep_alive_seconds=int(settings.keep_alive_s),
     )
     with cloud:
         start = cloud.clock()
         emulator = cloud.sagemaker
+
+        def latency(attempt) -> float:
+            return settings.warm_start_latency if attempt.warm_from else settings.start_latency
 
         def plan_attempt(attempt) -> None:
             # How long this SageMaker job runs: what is left of the job's work (after the
@@ -38,15 +42,13 @@ def decisions_through_handler(
             kept = 0.0
             for earlier in emulator.jobs.values():
                 if earlier.tags.get(tags.JOB) == spec.name and earlier.stopped_at is not None:
-                    worked = max(
-                        0.0, earlier.stopped_at - earlier.created_at - settings.start_latency
-                    )
+                    worked = max(0.0, earlier.stopped_at - earlier.created_at - latency(earlier))
                     total = kept + worked
                     ckpt = spec.checkpoint_s
                     kept = math.floor(total / ckpt) * ckpt if ckpt else 0.0
             remaining = spec.duration_s - kept
             work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
-            attempt.ends_at = attempt.created_at + settings.start_latency + work
+            attempt.ends_at = attempt.created_at + latency(attempt) + work
             if work < remaining:
                 attempt.end_reason = ("Failed", "MaxRuntimeExceeded: training job ran too long")
 
@@ -62,6 +64,10 @@ def decisions_through_handler(
             )
             limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}
             request["StoppingCondition"] = limit
+            # The workload's warm-pool configuration, as a field SageMaker matches pools on.
+            request["ResourceConfig"]["VolumeKmsKeyId"] = f"alias/{job.configuration}"
+            if job.keep_alive_s is not None:
+                request["ResourceConfig"]["KeepAlivePeriodInSeconds"] = int(job.keep_alive_s)
             status, body = cloud.api("POST", "/add-job", request)
             if status != 201:
                 raise RuntimeError(f"{job.name} was refused: {body}")

@@ -5,7 +5,11 @@
   available from the first submission to the last end;
 * goodput = instance-seconds of work that counted toward completion / available;
 * lost = instance-seconds of work thrown away by preemption, plus time spent stopping;
-* idle_while_waiting = instance-seconds free while a waiting job would have fit in them.
+* idle_while_waiting = instance-seconds free while a waiting job would have fit in them;
+* warm pools: ``warm_starts`` and ``cold_starts`` (attempts started on a pool or not),
+  ``released_pools``, ``warm_pool_instance_s`` (instance-seconds held by idle pools: what
+  they are billed for), ``provisioning_instance_s`` (instance-seconds spent starting
+  attempts, cold or warm) and ``refused_starts``; utilization counts pools as held.
 
 Percentiles interpolate linearly between the closest ranks (as numpy's default does).
 """
@@ -16,7 +20,7 @@ import math
 from collections.abc import Sequence
 
 from job_queue.models import JobState
-from tjq.simulate.engine import SimResult
+from tjq.simulate.records import SimResult
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -60,6 +64,7 @@ def report(result: SimResult) -> dict:
                 "jct_s": jct,
                 "preemptions": job.preemptions,
                 "lost_instance_s": round(job.lost_instance_s, 3),
+                "warm_starts": sum(a.warm for a in job.attempts),
                 **({"share": spec.share} if result.settings.shares else {}),
             }
         )
@@ -70,6 +75,13 @@ def report(result: SimResult) -> dict:
     first = min(j.spec.submit_s for j in result.jobs)
     last = max((j.end_s for j in result.jobs if j.end_s is not None), default=first)
     available = sum(result.settings.capacity.values()) * (last - first)
+    pooled = sum((p.until - p.since) * p.instances for p in result.pools if p.until is not None)
+    held += sum(
+        max(0.0, min(p.until, last) - p.since) * p.instances
+        for p in result.pools
+        if p.until is not None
+    )
+    attempts = [(a, j.spec) for j in result.jobs for a in j.attempts]
     waits = [j["wait_s"] for j in jobs if j["wait_s"] is not None]
     jcts = [j["jct_s"] for j in jobs if j["jct_s"] is not None]
     by_priority: dict[int, list[float]] = {}
@@ -91,9 +103,36 @@ def report(result: SimResult) -> dict:
             for priority, values in sorted(by_priority.items(), reverse=True)
         },
     }
+    if result.pools or any(a.warm for a, _ in attempts):
+        metrics.update(
+            warm_starts=sum(a.warm for a, _ in attempts),
+            cold_starts=sum(not a.warm for a, _ in attempts),
+            released_pools=sum(p.ended_by == "released" for p in result.pools),
+            warm_pool_instance_s=round(pooled, 3),
+            provisioning_instance_s=round(
+                sum(a.latency * spec.instance_count for a, spec in attempts), 3
+            ),
+            refused_starts=sum(j.refused_starts for j in result.jobs),
+            progress_s_by_priority=_progress_by_priority(result),
+        )
     if result.settings.shares:
         metrics["by_share"] = _by_share(result, jobs, last - first)
     return {"jobs": jobs, "metrics": metrics}
+
+
+def _progress_by_priority(result: SimResult) -> dict:
+    """Per priority: time from submission to the first progress (start plus its latency)."""
+    by_priority: dict[int, list[float]] = {}
+    for job in result.jobs:
+        if job.attempts:
+            first = job.attempts[0]
+            by_priority.setdefault(job.spec.priority, []).append(
+                first.start + first.latency - job.spec.submit_s
+            )
+    return {
+        str(priority): _summary(values, ("mean", "p95", "max"))
+        for priority, values in sorted(by_priority.items(), reverse=True)
+    }
 
 
 def _by_share(result: SimResult, rows: list[dict], span: float) -> dict:

@@ -34,6 +34,14 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
             rows, headers=("Priority", "Mean wait", "p95 wait", "Max wait"), disable_numparse=True
         )
     )
+    if "warm_starts" in m:
+        lines.insert(
+            2,
+            f"warm pools: {m['warm_starts']} warm starts, {m['cold_starts']} cold; "
+            f"{m['released_pools']} pools released; idle pools held "
+            f"{m['warm_pool_instance_s'] / 3600:.1f} instance-hours; provisioning "
+            f"{m['provisioning_instance_s'] / 3600:.1f} instance-hours",
+        )
     if "by_share" in m:
         shares = [
             (

@@ -1,14 +1,18 @@
 """Workload CSVs: one job a row.
 
 Required columns: ``name,submit_s,duration_s,priority,instance_type,instance_count``.
-Optional: ``share,max_runtime_s,checkpoint_s``.
+Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key``.
 
 * ``duration_s`` — running time the job needs to finish;
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
   long fails;
 * ``checkpoint_s`` — checkpoint interval; empty or 0: a preempted job restarts from zero,
   otherwise it resumes from its last checkpoint;
-* ``share`` — the job's quota share, when the replay has shares (ignored otherwise).
+* ``share`` — the job's quota share, when the replay has shares (ignored otherwise);
+* ``keep_alive_s`` — its warm-pool keep-alive (empty: the replay's default; 0: none);
+* ``warm_key`` — its warm-pool configuration: jobs with the same key (and instance type and
+  count) start on each other's pools; empty: a configuration of its own, which only its own
+  resumed attempts match.
 
 Each row is admitted by the queue's own rules (:func:`job_queue.request.validate_submission`
 and :func:`job_queue.admission.admit`) on the CreateTrainingJob request it stands for, so a
@@ -32,7 +36,7 @@ from job_queue.request import validate_submission
 from job_queue.scheduler import Share, total_capacity
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
-OPTIONAL = ("share", "max_runtime_s", "checkpoint_s")
+OPTIONAL = ("share", "max_runtime_s", "checkpoint_s", "keep_alive_s", "warm_key")
 REPLAY_ROLE = "arn:aws:iam::123456789012:role/replay"  # the replay's jobs run under one role
 # The column of each request field the queue's rules may refuse.
 _COLUMNS = {
@@ -40,6 +44,7 @@ _COLUMNS = {
     "ResourceConfig.InstanceType": "instance_type",
     "ResourceConfig.InstanceCount": "instance_count",
     "StoppingCondition.MaxRuntimeInSeconds": "max_runtime_s",
+    "ResourceConfig.KeepAlivePeriodInSeconds": "keep_alive_s",
     f"Tags.{tags.PRIORITY}": "priority",
     f"Tags.{tags.SHARE}": "share",
 }
@@ -60,10 +65,17 @@ class WorkloadJob:
     share: str | None = None
     max_runtime_s: float | None = None
     checkpoint_s: float | None = None
+    keep_alive_s: float | None = None
+    warm_key: str | None = None
 
     @property
     def demand(self) -> dict[str, int]:
         return {self.instance_type: self.instance_count}
+
+    @property
+    def configuration(self) -> str:
+        """Its warm-pool configuration: its key, or one of its own."""
+        return self.warm_key if self.warm_key is not None else f"{self.name}#own"
 
 
 def read_workload(
@@ -159,6 +171,7 @@ def _job(row: dict, line: int) -> WorkloadJob:
     duration = number("duration_s")
     max_runtime = number("max_runtime_s", optional=True)
     checkpoint = number("checkpoint_s", optional=True)
+    keep_alive = number("keep_alive_s", optional=True)
     return WorkloadJob(
         name=name,
         submit_s=number("submit_s"),
@@ -169,6 +182,8 @@ def _job(row: dict, line: int) -> WorkloadJob:
         share=text("share") or None,
         max_runtime_s=max_runtime or None,
         checkpoint_s=checkpoint or None,
+        keep_alive_s=keep_alive,
+        warm_key=text("warm_key") or None,
     )
 
 
@@ -191,17 +206,25 @@ def request_for(job: WorkloadJob) -> dict:
         request_tags.append({"Key": tags.SHARE, "Value": job.share})
     stopping = {}
     if job.max_runtime_s is not None:
-        runtime = job.max_runtime_s
-        stopping["MaxRuntimeInSeconds"] = int(runtime) if runtime.is_integer() else runtime
+        stopping["MaxRuntimeInSeconds"] = _whole(job.max_runtime_s)
+    resource = {"InstanceType": job.instance_type, "InstanceCount": job.instance_count}
+    if job.keep_alive_s is not None:
+        resource["KeepAlivePeriodInSeconds"] = _whole(job.keep_alive_s)
     return {
         "TrainingJobName": job.name,
         "RoleArn": REPLAY_ROLE,
         "AlgorithmSpecification": {},
         "OutputDataConfig": {},
-        "ResourceConfig": {"InstanceType": job.instance_type, "InstanceCount": job.instance_count},
+        "ResourceConfig": resource,
         "StoppingCondition": stopping,
         "Tags": request_tags,
     }
+
+
+def _whole(seconds: float) -> int | float:
+    """Whole seconds as an int (what a request holds); anything else as is, for the queue's
+    rules to refuse."""
+    return int(seconds) if seconds.is_integer() else seconds
 
 
 def _plain(value) -> str:
