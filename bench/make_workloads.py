@@ -20,6 +20,10 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_TRACES = HERE.parent.parent / "shared" / "traces"
 
 
+# The workloads of the warm-pool comparison (bench/warm.py), not of the schedule-quality one.
+WARM_POOL_WORKLOADS = ("philly-6214e9-week",)
+
+
 def workloads(root: Path) -> dict[str, tuple[list, str]]:
     philly = root / "philly-pollux" / "philly.csv"
     return {
@@ -37,6 +41,14 @@ def workloads(root: Path) -> dict[str, tuple[list, str]]:
             traces.itp(root / "elasticflow-itp" / "cluster03.csv"),
             "Microsoft ITP cluster03, all jobs (multi-instance jobs included)",
         ),
+        # Days 28-35 of the trace, one virtual cluster: its 9,285 jobs all fit one instance.
+        "philly-6214e9-week": (
+            traces.with_configurations(
+                traces.philly(philly, start="2017-10-02 10:30:41", days=7, cluster="6214e9")
+            ),
+            "Philly (Pollux subset), virtual cluster 6214e9, days 28-35; 8 team "
+            "configurations by a Zipf draw",
+        ),
     }
 
 
@@ -53,6 +65,7 @@ def main(argv: list[str]) -> None:
             "jobs": len(jobs),
             "capacity": {traces.INSTANCE_TYPE: capacity},
             "offered_load": round(traces.offered_load(jobs, capacity), 3),
+            "benchmark": "warm pools" if name in WARM_POOL_WORKLOADS else "quality",
         }
         print(f"{name}: {len(jobs)} jobs, capacity {capacity}", file=sys.stderr)
     (out / "workloads.json").write_text(json.dumps(index, indent=2) + "\n")

@@ -27,6 +27,8 @@ def quality() -> dict:
     index = json.loads((HERE / "workloads" / "workloads.json").read_text())
     results = {}
     for name, meta in index.items():
+        if meta.get("benchmark", "quality") != "quality":
+            continue
         capacity = meta["capacity"]
         jobs = read_workload(HERE / "workloads" / f"{name}.csv", capacity)
         settings = SimSettings(capacity, stop_latency=STOP_LATENCY, start_latency=START_LATENCY)

@@ -3,7 +3,8 @@
     python bench/run.py            # everything (a few minutes on 2 cores)
     python bench/run.py --quick    # smaller depths and no full-trace replay
 
-Writes bench/results/{quality,cost,speed}.{md,json} and prints the tables.
+Writes bench/results/{quality,shares,warm_pools,cost,speed}.{md,json} and prints the
+tables.
 """
 
 import argparse
@@ -23,6 +24,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 from cost import cost, cost_table
 from quality import quality, quality_table, shares_comparison, shares_table
 from speed import speed, speed_table
+from warm import warm_pools, warm_pools_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -36,6 +38,7 @@ def main() -> None:
     sections = [
         ("quality", "Schedule quality", quality, quality_table),
         ("shares", "Quota shares", shares_comparison, shares_table),
+        ("warm_pools", "Warm pools", warm_pools, warm_pools_table),
         (
             "cost",
             "Cost per scheduling pass",

@@ -52,8 +52,8 @@ class Settings:
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
-        BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, FINISHED_RETENTION_DAYS, SHARES and
-        DEFAULT_SHARE."""
+        BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
+        FINISHED_RETENTION_DAYS, SHARES and DEFAULT_SHARE."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -76,6 +76,9 @@ class Settings:
                 preemption=env.get("PREEMPTION", "true").lower() != "false",
                 backfill=env.get("BACKFILL", "true").lower() != "false",
                 min_run_s=parse_seconds("MIN_RUN_SECONDS", env.get("MIN_RUN_SECONDS") or "0"),
+                warm_affinity_s=parse_seconds(
+                    "WARM_AFFINITY_SECONDS", env.get("WARM_AFFINITY_SECONDS") or "0"
+                ),
             ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
             keep_alive_seconds=int(

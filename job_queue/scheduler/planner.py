@@ -5,13 +5,17 @@ Pure: no I/O, no clock. The same code runs in the Lambda and in the simulator.
 Rules, in queue order (priority high to low, then submission order):
 
 * A job whose configuration matches an idle warm pool starts on it (the oldest such pool).
+  With warm affinity on (the policy's ``warm_affinity_s``), a job that would have pools
+  released for it first lets the later jobs of its priority and type that match an idle
+  pool start on it — ahead of it, never ahead of a higher priority, and not once it has
+  waited ``warm_affinity_s`` since its submission; then it is decided as usual.
 * Otherwise it starts when every instance type it needs has enough free instances.
-* Otherwise it may claim instances that stopping jobs are about to free; if that is not
-  enough, idle warm pools it does not match are released for it (the oldest first, only as
-  many as it needs); if that is still not enough, it preempts running jobs of strictly lower
-  priority: lowest priority first, then the most recently started; only as many as it
-  needs, and only if they let it start. A job that has run for less than the policy's
-  minimum run time is not a candidate.
+* Otherwise idle warm pools it does not match are released for it (the oldest first, only
+  as many as it needs), if that lets it start now; otherwise it may claim instances that
+  stopping jobs are about to free (and pools); if that is still not enough, it preempts
+  running jobs of strictly lower priority: lowest priority first, then the most recently
+  started; only as many as it needs, and only if they let it start. A job that has run for
+  less than the policy's minimum run time is not a candidate.
 * A job that can start neither now nor after those stops holds back every later job that
   needs one of its instance types, so that equal priorities stay first come, first served
   and a big job is not starved by small ones. Jobs of other types are not held back.
@@ -29,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.instances import free_and_releasing, release, take
@@ -88,6 +93,7 @@ class Planner:
         self._preemptions: list[Preemption] = []
         self._releases: list[Release] = []
         self._warm: dict[str, WarmPool] = {}
+        self._deferred: dict[str, _Deferral] = {}  # type -> jobs letting matches go first
 
     @property
     def open_types(self) -> frozenset[str]:
@@ -118,6 +124,11 @@ class Planner:
         """Decide for the next waiting job in queue order."""
         if job.not_before > self._now:
             return
+        if self._deferred and self._defers(job):
+            return
+        self._offer(job, may_defer=True)
+
+    def _offer(self, job: WaitingJob, may_defer: bool) -> None:
         if any(itype not in self._capacity for itype in job.demand):
             return  # its type lost its capacity after it was queued; it cannot start
         if any(itype in self._held_types for itype in job.demand):
@@ -142,6 +153,17 @@ class Planner:
 
         missing = _missing(job.demand, self._free)
         if not missing:
+            self._start(job)
+            return
+        # Idle pools before stops under way: released, they let it start now (and a stop
+        # of a job with a keep-alive leaves a pool, not a free instance).
+        pools = pools_to_release(self._pools.of_types(missing), missing)
+        if pools is not None:
+            if may_defer and self._may_defer(job):
+                (itype,) = job.demand
+                self._deferred[itype] = _Deferral(job.priority, [job])
+                return
+            self._release(pools, job)
             self._start(job)
             return
 
@@ -259,7 +281,47 @@ class Planner:
             )
         return self._sorted_candidates
 
+    # -- warm affinity --------------------------------------------------------------------
+
+    def _may_defer(self, job: WaitingJob) -> bool:
+        """Whether ``job``, which would have idle pools released for it, first lets later
+        jobs of its priority that match them start on them."""
+        return (
+            self._policy.warm_affinity_s > 0
+            and len(job.demand) == 1
+            and self._now - job.submitted_at < self._policy.warm_affinity_s
+        )
+
+    def _defers(self, job: WaitingJob) -> bool:
+        """While jobs of a type let matching jobs go first: a job of their priority starts on
+        its pool ahead of them, or waits behind them (True); any other job ends the wait for
+        the types it needs and is decided as usual (False)."""
+        itype = next(iter(job.demand)) if len(job.demand) == 1 else None
+        deferral = self._deferred.get(itype) if itype is not None else None
+        if (
+            deferral is not None
+            and job.priority == deferral.priority
+            and deferral.examined < self._policy.backfill_window
+        ):
+            deferral.examined += 1
+            pool = self._pools.matching(job)
+            if pool is not None:
+                self._start_on(job, pool)  # warm affinity: ahead of earlier jobs of its priority
+            else:
+                deferral.jobs.append(job)
+            return True
+        for other in [t for t in job.demand if t in self._deferred]:
+            self._end_deferral(other)
+        return False
+
+    def _end_deferral(self, itype: str) -> None:
+        """The jobs that let matches go first are decided now, in queue order."""
+        for job in self._deferred.pop(itype).jobs:
+            self._offer(job, may_defer=False)
+
     def plan(self) -> Plan:
+        for itype in list(self._deferred):
+            self._end_deferral(itype)
         return Plan(
             starts=tuple(self._starts),
             preemptions=tuple(self._preemptions),
@@ -274,3 +336,12 @@ def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
         for itype, count in demand.items()
         if count > available[itype]
     }
+
+
+@dataclass
+class _Deferral:
+    """Jobs of one priority and type, in queue order, letting matching jobs go first."""
+
+    priority: int
+    jobs: list[WaitingJob] = field(default_factory=list)
+    examined: int = 0

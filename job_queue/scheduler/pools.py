@@ -33,6 +33,8 @@ class IdlePools:
 
     def matching(self, job: WaitingJob, share: str | None = None) -> WarmPool | None:
         """The oldest pool ``job`` can start on (with shares: one its own share left)."""
+        if not self._pools:
+            return None
         return next(
             (p for p in self._pools if p.matches(job) and (share is None or p.share == share)),
             None,
@@ -44,6 +46,8 @@ class IdlePools:
         return [pool for pool in self._pools if set(pool.demand) & types]
 
     def instances(self, itype: str) -> int:
+        if not self._pools:
+            return 0
         return sum(pool.demand.get(itype, 0) for pool in self._pools)
 
     def remove(self, pool: WarmPool) -> None:

@@ -35,7 +35,7 @@ from job_queue.models import Demand
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.pools import IdlePools
-from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
+from job_queue.scheduler.shares import LedgerRoom, Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import (
     ActiveJob,
     Plan,
@@ -111,8 +111,12 @@ class SharePlanner:
             return True
         if any(self._releasable(pool, share) for pool in self._pools.of_types([itype])):
             return True
-        if share.borrows and ledger.lendable(itype) > 0:
-            return share.borrow_cap(itype) > ledger.borrowed(share.name, itype)
+        if (
+            share.borrows
+            and ledger.lendable(itype) > 0
+            and share.borrow_cap(itype) > ledger.borrowed(share.name, itype)
+        ):
+            return True
         return (
             self._policy.preemption
             and share.in_share_preemption
@@ -154,12 +158,7 @@ class SharePlanner:
             self._warm[job.name] = pool
             self._starts.append(job)
             return
-        if self._ledger.grant(share, job.demand, borrow=False) and self._covered(share, job.demand):
-            self._admit(job, share, ())
-            return
-        released = self._choose(job, share, _no_job)
-        if released is not None:
-            self._admit(job, share, released)
+        if self._admits(job, share, borrow=False):
             return
         victims = self._reclaim(job, share) if self._policy.preemption else None
         if victims is not None:
@@ -188,14 +187,7 @@ class SharePlanner:
             keys = [(share.name, itype) for itype in job.demand]
             if any(key in closed for key in keys):
                 continue
-            if self._ledger.grant(share, job.demand, borrow=True) and self._covered(
-                share, job.demand
-            ):
-                self._admit(job, share, ())
-                continue
-            released = self._choose(job, share, _no_job, borrow=True)
-            if released is not None:
-                self._admit(job, share, released)
+            if self._admits(job, share, borrow=True):
                 continue
             victims = self._preempt_in_share(job, share)
             if victims is not None:
@@ -249,8 +241,26 @@ class SharePlanner:
 
         return self._choose(job, share, lower_in_share)
 
+    def _admits(self, job: WaitingJob, share: Share, borrow: bool) -> bool:
+        """Admit the job if its share may take its demand (with ``borrow``, by borrowing):
+        on free instances; else on idle pools released for it, if that lets it start now;
+        else once the stops under way finish. False if none of these is enough."""
+        grant = self._ledger.grant(share, job.demand, borrow=borrow)
+        nothing_stopping = dict.fromkeys(self._releasing, 0)
+        if grant and self._covered(share, job.demand, nothing_stopping):
+            self._admit(job, share, ())
+            return True
+        released = self._choose(job, share, _no_job, borrow=borrow, soon=False)
+        if released is not None:
+            self._admit(job, share, released)
+            return True
+        if grant and self._covered(share, job.demand):
+            self._admit(job, share, ())
+            return True
+        return False
+
     def _choose(
-        self, job: WaitingJob, share: Share, eligible, borrow: bool = False
+        self, job: WaitingJob, share: Share, eligible, borrow: bool = False, soon: bool = True
     ) -> tuple[Holder, ...] | None:
         """The fewest idle pools the job may release, then eligible running jobs, whose
         release or stop lets ``job`` take its demand (from its own share; with ``borrow``, by
@@ -262,7 +272,11 @@ class SharePlanner:
             candidates: list[Holder] = pools
         else:
             candidates = [*pools, *self._candidates]
-        return choose_victims(candidates, _ShareRoom(self, job, share, eligible, borrow))
+
+        def fits(ledger: ShareLedger, freed: list[Holder]) -> bool:
+            return self._fits(ledger, share, job.demand, freed, borrow, soon)
+
+        return choose_victims(candidates, LedgerRoom(self._ledger.copy(), fits, eligible))
 
     def _may_start_on(self, pool: WarmPool, share: Share, job: WaitingJob) -> bool:
         """Whether the share has room of its own for ``job`` once ``pool`` is given back: a
@@ -281,9 +295,17 @@ class SharePlanner:
         return any(self._ledger.borrowed(pool.share, itype) > 0 for itype in pool.demand)
 
     def _fits(
-        self, ledger: ShareLedger, share: Share, demand: Demand, freed, borrow: bool = False
+        self,
+        ledger: ShareLedger,
+        share: Share,
+        demand: Demand,
+        freed,
+        borrow: bool = False,
+        soon: bool = True,
     ) -> bool:
-        releasing = dict(self._releasing)
+        """The share may take ``demand`` once ``freed`` are released or stopped, and the
+        instances are there — free now, or (``soon``) once the stops under way finish."""
+        releasing = dict(self._releasing) if soon else dict.fromkeys(self._releasing, 0)
         for holder in freed:  # pools free at once, stopped jobs soon: both count here
             release(releasing, holder.demand)
         return ledger.grant(share, demand, borrow=borrow) and self._covered(
@@ -350,36 +372,6 @@ class SharePlanner:
             take(self._free, self._releasing, job.demand)
         if starts_now:
             self._starts.append(job)
-
-
-class _ShareRoom:
-    """A preemptor's room within its share: the ledger as the victims give their instances
-    back, and the instances they release (see :mod:`job_queue.scheduler.victims`)."""
-
-    def __init__(
-        self, planner: SharePlanner, job: WaitingJob, share: Share, eligible, borrow: bool
-    ) -> None:
-        self._planner, self._job, self._share, self._eligible = planner, job, share, eligible
-        self._borrow = borrow
-        self._ledger = planner._ledger.copy()
-        self._victims: list[Holder] = []
-
-    def enough(self) -> bool:
-        return self._planner._fits(
-            self._ledger, self._share, self._job.demand, self._victims, self._borrow
-        )
-
-    def helps(self, candidate: Holder) -> bool:
-        # The search is offered only pools the job may release: each of them may help.
-        return isinstance(candidate, WarmPool) or self._eligible(self._ledger, candidate)
-
-    def take(self, victim: Holder) -> None:
-        self._victims.append(victim)
-        self._ledger.give_back(victim.share, victim.demand)
-
-    def give_back(self, victim: Holder) -> None:
-        self._victims.remove(victim)
-        self._ledger.take(victim.share, victim.demand)
 
 
 def _no_job(ledger: ShareLedger, candidate: ActiveJob) -> bool:

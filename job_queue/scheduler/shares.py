@@ -193,3 +193,28 @@ class ShareLedger:
 
     def _known(self, share: str | None) -> str | None:
         return share if share in self.shares else None
+
+
+class LedgerRoom:
+    """A waiting job's room in a ledger of shares, for the victim search
+    (:mod:`job_queue.scheduler.victims`): holders taken give their instances back to their
+    shares' ledger. ``fits(ledger, taken)`` says whether the job then has room; ``eligible(
+    ledger, job)`` which running jobs may be taken (every idle pool offered may be)."""
+
+    def __init__(self, ledger: ShareLedger, fits, eligible) -> None:
+        self._ledger, self._fits, self._eligible = ledger, fits, eligible
+        self._taken: list = []
+
+    def enough(self) -> bool:
+        return self._fits(self._ledger, self._taken)
+
+    def helps(self, candidate) -> bool:
+        return not isinstance(candidate, ActiveJob) or self._eligible(self._ledger, candidate)
+
+    def take(self, holder) -> None:
+        self._taken.append(holder)
+        self._ledger.give_back(holder.share, holder.demand)
+
+    def give_back(self, holder) -> None:
+        self._taken.remove(holder)
+        self._ledger.take(holder.share, holder.demand)

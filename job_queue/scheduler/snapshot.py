@@ -19,12 +19,17 @@ class Policy:
         were every running job to use its own whole MaxRuntimeInSeconds.
     start_allowance_s: time allowed for provisioning on top of MaxRuntimeInSeconds when
         backfill bounds a job's end.
-    backfill_window: how many jobs behind reservations one pass examines for backfill, so
-        that a pass reads a bounded part of a deep queue.
+    backfill_window: how many jobs behind reservations one pass examines for backfill (and
+        behind jobs that let warm matches go first), so that a pass reads a bounded part of
+        a deep queue.
     min_run_s: a job that has run (since its attempt started) for less than this may not be
         preempted, so that a job is not stopped again and again before it gets anywhere.
         A waiting job that needs it waits; the next pass after the protection ends (the
         scheduled sweep, at most a minute later) may preempt it.
+    warm_affinity_s: in the single queue, a job of the highest waiting priority of its type
+        that matches an idle warm pool may start on it ahead of earlier jobs of that
+        priority that have waited less than this since their submission (0: strict order;
+        math.inf: no bound).
     """
 
     preemption: bool = True
@@ -32,6 +37,7 @@ class Policy:
     start_allowance_s: float = 600.0
     backfill_window: int = 50
     min_run_s: float = 0.0
+    warm_affinity_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,12 @@ pair-a,1600,200,2,ml.p5.48xlarge,2,60,team-a
 """
 
 
-def test_both_engines_keep_reuse_and_release_warm_pools_alike():
+@pytest.mark.parametrize(
+    "policy",
+    [Policy(), Policy(warm_affinity_s=3600)],
+    ids=["strict order", "warm affinity"],
+)
+def test_both_engines_keep_reuse_and_release_warm_pools_alike(policy):
     capacity = {"ml.p5.48xlarge": 2}
     jobs = parse_workload(io.StringIO(WARM), capacity)
     settings = SimSettings(
@@ -127,6 +132,7 @@ def test_both_engines_keep_reuse_and_release_warm_pools_alike():
         start_latency=120.0,
         warm_start_latency=20.0,
         keep_alive_s=90,
+        policy=policy,
     )
     fast = simulate(jobs, settings)
     real, states = decisions_through_handler(jobs, settings)
@@ -136,3 +142,26 @@ def test_both_engines_keep_reuse_and_release_warm_pools_alike():
     warm = {j.spec.name for j in fast.jobs if any(a.warm for a in j.attempts)}
     assert {"again-a", "urgent-a"} <= warm  # on first-a's pool, then on a preempted one's
     assert any(p.ended_by == "released" for p in fast.pools)
+
+
+AFFINITY = """name,submit_s,duration_s,priority,instance_type,instance_count,keep_alive_s,warm_key
+first-a,0,300,1,ml.p5.48xlarge,1,300,team-a
+other-x,100,200,1,ml.p5.48xlarge,1,300,team-x
+again-a,110,200,1,ml.p5.48xlarge,1,300,team-a
+"""
+
+
+def test_both_engines_let_a_warm_match_go_first_alike_with_warm_affinity():
+    capacity = {"ml.p5.48xlarge": 1}
+    jobs = parse_workload(io.StringIO(AFFINITY), capacity)
+    settings = SimSettings(
+        capacity, start_latency=120.0, warm_start_latency=20.0, policy=Policy(warm_affinity_s=600)
+    )
+    fast = simulate(jobs, settings)
+    real, _ = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    started = {d.job: d.time for d in real if d.action == "start"}
+    # first-a ends at 420 (120 s cold start, 300 s of work): again-a starts on its pool,
+    # ahead of other-x, which has waited 320 s of the 600 s it may be passed over.
+    assert started["again-a"] == 420 and started["other-x"] > started["again-a"]

@@ -171,6 +171,7 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
         "BACKFILL": "Backfill",
         "MIN_RUN_SECONDS": "MinRunSeconds",
         "KEEP_ALIVE_SECONDS": "KeepAliveSeconds",
+        "WARM_AFFINITY_SECONDS": "WarmAffinitySeconds",
         "SHARES": "Shares",
         "DEFAULT_SHARE": "DefaultShare",
         "FINISHED_RETENTION_DAYS": "FinishedRetentionDays",

@@ -21,6 +21,7 @@ def test_settings_from_the_environment():
             PREEMPTION="false",
             MIN_RUN_SECONDS="900",
             KEEP_ALIVE_SECONDS="600",
+            WARM_AFFINITY_SECONDS="86400",
         )
     )
     assert settings.capacity == {"ml.p5.48xlarge": 2}
@@ -29,6 +30,7 @@ def test_settings_from_the_environment():
     assert settings.policy.preemption is False
     assert settings.policy.min_run_s == 900
     assert settings.keep_alive_seconds == 600
+    assert settings.policy.warm_affinity_s == 86400
 
 
 def test_defaults_preempt_at_once_and_backfill():

@@ -296,3 +296,17 @@ def test_a_shares_queue_is_read_only_while_one_of_its_jobs_could_start():
     assert planner.open_types == {G5}
     planner.offer(waiting("r-1", "R", seq=2))
     assert planner.open_types == frozenset()
+
+
+def test_a_share_that_may_not_borrow_stays_open_while_it_may_preempt_within_itself():
+    # S0 may not borrow (limit 0 %) but preempts within itself; S1's big job is held first.
+    shares = [
+        Share("S0", {G5: 1}, BORROW, borrow_limit=0, in_share_preemption=True),
+        Share("S1", {G5: 1}, BORROW),
+    ]
+    active = [running("low", "S0", 0, started=NOW)]
+    planner = SharePlanner(active, shares, NOW, Policy())
+    planner.offer(waiting("big", "S1", 1, instances=2, seq=1))
+    assert planner.is_open(G5, "S0"), "an urgent S0 job could still preempt low"
+    planner.offer(waiting("urgent", "S0", 1, seq=2))
+    assert [p.victim.name for p in planner.plan().preemptions] == ["low"]

@@ -15,7 +15,9 @@ P5 = "ml.p5.48xlarge"
 NOW = 10_000.0
 
 
-def waiting(name, priority=0, instances=1, key="a", seq=None, max_runtime=None, share=None):
+def waiting(
+    name, priority=0, instances=1, key="a", seq=None, max_runtime=None, share=None, waited=60
+):
     return WaitingJob(
         name=name,
         priority=priority,
@@ -24,6 +26,7 @@ def waiting(name, priority=0, instances=1, key="a", seq=None, max_runtime=None, 
         max_runtime=max_runtime,
         share=share,
         warm_key=key,
+        submitted_at=NOW - waited,
     )
 
 
@@ -166,12 +169,19 @@ SINGLE_QUEUE = [
         released=["done"],
     ),
     Scenario(
-        "a job waiting for a stop under way leaves the pool to a later matching job",
+        "an idle pool before a stop under way: released, it lets the job start now",
         waiting=[waiting("owed", 5, key="b", seq=1), waiting("matching", 0, key="a", seq=2)],
         pools=[pool("done", key="a")],
         active=[running("stopping", 0, state=JobState.PREEMPTING)],
-        starts=["matching"],
-        warm={"matching": "done"},
+        starts=["owed"],
+        released=["done"],
+    ),
+    Scenario(
+        "pools not enough alone are released with the stops they add up to",
+        waiting=[waiting("pair", 5, instances=2, key="b")],
+        pools=[pool("done", key="a")],
+        active=[running("stopping", 0, state=JobState.PREEMPTING)],
+        released=["done"],
     ),
     Scenario(
         "an expired pool is gone: its instances are free, nothing is released",
@@ -208,6 +218,70 @@ SINGLE_QUEUE = [
     ),
 ]
 
+
+AFFINITY = Policy(warm_affinity_s=3600)
+
+WARM_AFFINITY = [
+    Scenario(
+        "strict order by default: the first in line gets the pool released for it",
+        waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["first"],
+        released=["done"],
+    ),
+    Scenario(
+        "with warm affinity, a later job of its priority that matches starts on the pool first",
+        waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["matching"],
+        warm={"matching": "done"},
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "warm affinity never starts a job ahead of a higher priority",
+        waiting=[waiting("first", 2, key="b", seq=1), waiting("matching", 1, key="a", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("other", 9)],
+        starts=["first"],
+        released=["done"],
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "warm affinity ends for a job that has waited as long as the setting says",
+        waiting=[
+            waiting("first", key="b", seq=1, waited=3600),
+            waiting("matching", key="a", seq=2),
+        ],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["first"],
+        released=["done"],
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "with no later match, the first in line still gets the pool in the same pass",
+        waiting=[waiting("first", key="b", seq=1), waiting("second", key="c", seq=2)],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["first"],
+        released=["done"],
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "a lower-priority job ends the wait: the earlier ones are decided before it",
+        waiting=[
+            waiting("first", 1, key="b", seq=1),
+            waiting("same", 1, key="c", seq=2),
+            waiting("lower", 0, key="a", seq=3),
+        ],
+        pools=[pool("done", key="a"), pool("done2", key="a", since=NOW - 50)],
+        starts=["first", "same"],
+        released=["done", "done2"],
+        policy=AFFINITY,
+    ),
+]
 
 TEAMS = (
     Share("vision", {P5: 2}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
@@ -319,6 +393,11 @@ def check(s: Scenario) -> None:
 
 @pytest.mark.parametrize("s", SINGLE_QUEUE, ids=[s.title for s in SINGLE_QUEUE])
 def test_single_queue_with_pools(s: Scenario):
+    check(s)
+
+
+@pytest.mark.parametrize("s", WARM_AFFINITY, ids=[s.title for s in WARM_AFFINITY])
+def test_warm_affinity(s: Scenario):
     check(s)
 
 

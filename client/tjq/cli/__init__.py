@@ -150,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
         help="warm-pool keep-alive of jobs that set none (the KeepAliveSeconds setting; 0: off)",
     )
     local.add_argument(
+        "--warm-affinity",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="the WarmAffinitySeconds setting (0: strict order)",
+    )
+    local.add_argument(
         "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
     )
     local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
@@ -197,6 +204,13 @@ def _parser() -> argparse.ArgumentParser:
         default=0,
         metavar="S",
         help="warm-pool keep-alive of rows that set none (the KeepAliveSeconds setting)",
+    )
+    simulate.add_argument(
+        "--warm-affinity",
+        type=_seconds,
+        default=0.0,
+        metavar="S",
+        help="the WarmAffinitySeconds setting: 0 strict order, inf unbounded (default 0)",
     )
     simulate.add_argument(
         "--no-preemption",

@@ -17,6 +17,7 @@ def local_api(args) -> int:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from job_queue.scheduler import Policy
     from tjq.local.server import LocalApi
 
     shares = ()
@@ -38,6 +39,7 @@ def local_api(args) -> int:
         run_seconds=args.run_seconds,
         stop_seconds=args.stop_seconds,
         keep_alive_seconds=int(args.keep_alive),
+        policy=Policy(warm_affinity_s=args.warm_affinity),
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         **({"allowed_role_arns": roles} if roles else {}),
@@ -97,6 +99,7 @@ def simulate(args) -> int:
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,
             min_run_s=args.min_run,
+            warm_affinity_s=args.warm_affinity,
         ),
     )
     show_progress = sys.stderr.isatty() and len(jobs) >= 5000

@@ -215,7 +215,9 @@ class _Replay:
             index = self.waiting[queue_order(waiting)]
             planned = decided.warm.get(waiting.name)
             pool = planned.name if planned else self._matching_pool(waiting)
-            if pool is None and not self._fits(waiting):
+            # Every pass counts what jobs hold; only one blind to pools plans a start that
+            # may not fit.
+            if pool is None and self.pools and not self._fits(waiting):
                 self.results[index].refused_starts += 1  # it stays in line
                 if not self.retry_pending:
                     self.retry_pending = True
@@ -313,6 +315,8 @@ class _Replay:
 
     def _matching_pool(self, job: WaitingJob) -> str | None:
         """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""
+        if not self.pools:
+            return None
         return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
 
     def _fits(self, job: WaitingJob) -> bool:

@@ -103,7 +103,8 @@ def report(result: SimResult) -> dict:
             for priority, values in sorted(by_priority.items(), reverse=True)
         },
     }
-    if result.pools or any(a.warm for a, _ in attempts):
+    settings = result.settings
+    if settings.keep_alive_s or settings.warm_start_latency or result.pools:
         metrics.update(
             warm_starts=sum(a.warm for a, _ in attempts),
             cold_starts=sum(not a.warm for a, _ in attempts),

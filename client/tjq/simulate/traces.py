@@ -10,7 +10,11 @@ The mapping (the same for every trace):
 * names are ``<trace>-<row>`` (the row in the source file);
 * ``max_runtime_s`` — the traces have no limits, so each job gets the limit a user would
   likely ask for: its duration rounded up to 1, 2, 4, 8 or 12 hours, or 1, 2, 3, 7, 14 or 28
-  days (SageMaker's most); none beyond 28 days.
+  days (SageMaker's most); none beyond 28 days;
+* ``warm_key`` (with :func:`with_configurations`) — the traces do not say which jobs share a
+  configuration (role, instance type, volume, VPC ...), so each job is given one of ``count``
+  team configurations by a seeded Zipf draw (configuration k with weight 1/k): a few teams
+  submit most of the jobs, as in a real cluster.
 
 :func:`capacity_for` then picks the capacity that puts the offered load (instance-seconds of
 work / instance-seconds available over the submission window) at or just above 100%.
@@ -22,6 +26,7 @@ import csv
 import math
 import random
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -47,11 +52,18 @@ LIMITS = (
 
 
 def philly(
-    path: str | Path, start: str | None = None, days: float | None = None, seed: int = 7
+    path: str | Path,
+    start: str | None = None,
+    days: float | None = None,
+    seed: int = 7,
+    cluster: str | None = None,
 ) -> list[WorkloadJob]:
-    """Microsoft Philly (Pollux's subset): ``timestamp,duration,num_gpus,...``."""
+    """Microsoft Philly (Pollux's subset): ``timestamp,duration,num_gpus,...,cluster``; with
+    ``cluster``, only that virtual cluster's jobs."""
     rows = []
     for row_number, row in enumerate(_rows(path), start=2):
+        if cluster is not None and row["cluster"] != cluster:
+            continue
         submitted = datetime.fromisoformat(row["timestamp"]).timestamp()
         rows.append((submitted, row_number, float(row["duration"]), int(row["num_gpus"])))
     return _window(rows, "philly", start and datetime.fromisoformat(start).timestamp(), days, seed)
@@ -92,6 +104,17 @@ def chronus(path: str | Path, hours: float | None = None) -> list[WorkloadJob]:
             )
         )
     return jobs
+
+
+def with_configurations(
+    jobs: Iterable[WorkloadJob], count: int = 8, seed: int = 7
+) -> list[WorkloadJob]:
+    """The jobs, each given one of ``count`` warm-pool configurations (``team-1`` ...) by a
+    seeded Zipf draw."""
+    draw = random.Random(f"configurations-{count}-{seed}")
+    names = [f"team-{k}" for k in range(1, count + 1)]
+    weights = [1 / k for k in range(1, count + 1)]
+    return [replace(job, warm_key=draw.choices(names, weights)[0]) for job in jobs]
 
 
 def single_instance(jobs: Iterable[WorkloadJob]) -> list[WorkloadJob]:
