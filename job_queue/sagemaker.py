@@ -146,14 +146,9 @@ class SageMakerGateway:
 
     def stop(self, sagemaker_name: str) -> None:
         """Ask SageMaker to stop a job. A job that already ended or never existed is fine."""
-        try:
-            self._call(self._client.stop_training_job, TrainingJobName=sagemaker_name)
-        except ClientError as exc:
-            code, message = _error(exc)
-            if code not in ("ValidationException", "ResourceNotFound"):
-                raise SageMakerError(f"StopTrainingJob: {code}: {message}") from exc
-        except BotoCoreError as exc:
-            raise SageMakerError(f"StopTrainingJob: {exc}") from exc
+        self._tolerant(
+            "StopTrainingJob", self._client.stop_training_job, TrainingJobName=sagemaker_name
+        )
 
     def describe(self, sagemaker_name: str) -> TrainingJobStatus | None:
         """The job's status, or None if SageMaker has no job of that name."""
@@ -181,18 +176,24 @@ class SageMakerGateway:
     def release_pool(self, sagemaker_name: str) -> None:
         """End the warm pool ``sagemaker_name`` left, at once (keep-alive 0). A pool that is
         no longer available (reused, expired) is fine."""
+        self._tolerant(
+            "UpdateTrainingJob",
+            self._client.update_training_job,
+            TrainingJobName=sagemaker_name,
+            ResourceConfig={"KeepAlivePeriodInSeconds": 0},
+        )
+
+    def _tolerant(self, what: str, operation, **params) -> None:
+        """Call ``operation``; a job not in a state for it (or gone) is fine, any other
+        failure is a SageMakerError."""
         try:
-            self._call(
-                self._client.update_training_job,
-                TrainingJobName=sagemaker_name,
-                ResourceConfig={"KeepAlivePeriodInSeconds": 0},
-            )
+            self._call(operation, **params)
         except ClientError as exc:
             code, message = _error(exc)
             if code not in ("ValidationException", "ResourceNotFound"):
-                raise SageMakerError(f"UpdateTrainingJob: {code}: {message}") from exc
+                raise SageMakerError(f"{what}: {code}: {message}") from exc
         except BotoCoreError as exc:
-            raise SageMakerError(f"UpdateTrainingJob: {exc}") from exc
+            raise SageMakerError(f"{what}: {exc}") from exc
 
     def _adopt(self, sagemaker_name: str, job_name: str, attempt: int, message: str):
         # The name exists: either our own earlier call got through (a retried start), or
