@@ -69,7 +69,7 @@ class Actions:
             logger.info(preemption.reason, extra={"job": victim.name})
             self.report.preemptions += 1
             self.sagemaker.stop(victim.attempt_name)
-        claimed: list[tuple[Job, str, WarmPool | None]] = []
+        claimed: list[tuple[Job, WarmPool | None]] = []
         try:
             for waiting in plan.starts:
                 job = self.store.get(waiting.name)
@@ -79,24 +79,15 @@ class Actions:
                 pool = plan.warm.get(waiting.name)
                 self.store.claim(waiting, name, version, now, warm=pool)
                 version += 1
+                warm = pool.name if pool is not None else None
+                starting = replace(job, state=JobState.STARTING, attempt_name=name, warm_pool=warm)
                 if pool is not None:
                     pool = replace(pool, claimed_by=name, claimed_at=now)
-                claimed.append(
-                    (
-                        replace(
-                            job,
-                            state=JobState.STARTING,
-                            attempt_name=name,
-                            warm_pool=pool and pool.name,
-                        ),
-                        name,
-                        pool,
-                    )
-                )
+                claimed.append((starting, pool))
         finally:
             # What was claimed is started even if a later claim lost a race.
-            for job, name, pool in claimed:
-                self.create(job, name, pool)
+            for job, pool in claimed:
+                self.create(job, job.attempt_name, pool)
 
     def _release(self, pool: WarmPool, reason: str) -> bool:
         try:

@@ -40,7 +40,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         active = sorted(held.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
         rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
-        pools = [pool_row(p, now) for p in held.idle_pools if p.expires_at > now]
+        pools = [pool_row(p, now) for p in held.idle_pools(now)]
         return _json(200, {"jobs": rows, "pools": pools, "capacity": dict(layout.capacity)})
 
     @app.get("/shares")

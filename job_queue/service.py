@@ -129,7 +129,7 @@ class QueueService:
         """The shares in effect, each share's use per instance type, and its waiting jobs."""
         held = self.store.holders()
         layout = self.layout(held)
-        usage = ShareLedger(layout.shares, [*held.jobs, *held.idle_pools]).usage()
+        usage = ShareLedger(layout.shares, [*held.jobs, *held.idle_pools(self.clock())]).usage()
         types = list(layout.capacity)
         return layout, usage, {s.name: self.store.depth(types, s.name) for s in layout.shares}
 
@@ -295,14 +295,11 @@ class QueueService:
     def _plan(self) -> tuple[Holders, Plan]:
         held = self.store.holders()
         layout = self.layout(held)
-        self.report.record_usage(held.jobs, held.idle_pools, layout)
+        now = self.clock()
+        pools = held.idle_pools(now)
+        self.report.record_usage(held.jobs, pools, layout)
         planner = make_planner(
-            held.jobs,
-            layout.capacity,
-            self.clock(),
-            self.settings.policy,
-            layout.shares,
-            held.idle_pools,
+            held.jobs, layout.capacity, now, self.settings.policy, layout.shares, pools
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.

@@ -23,7 +23,7 @@ class IdlePools:
     """The pools that are still idle in this pass, oldest first."""
 
     def __init__(self, pools: Iterable[WarmPool], now: float) -> None:
-        live = (pool for pool in pools if pool.expires_at > now)
+        live = (pool for pool in pools if not pool.expired(now))
         self._pools = sorted(live, key=lambda pool: (pool.since, pool.name))
 
     @property

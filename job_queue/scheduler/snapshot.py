@@ -90,6 +90,10 @@ class WarmPool:
     claimed_by: str | None = None  # a SageMaker job being started on it (not idle, then)
     claimed_at: float | None = None
 
+    def expired(self, now: float) -> bool:
+        """Past its keep-alive: SageMaker has ended it, whether or not the queue noticed."""
+        return self.expires_at <= now
+
     def matches(self, job: WaitingJob) -> bool:
         return (
             job.warm_key is not None

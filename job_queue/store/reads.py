@@ -35,10 +35,10 @@ class Holders:
     shares_text: str | None = None  # quota shares set at run time (PUT /shares)
     shares_deployed: str | None = None  # the deployed shares they replaced
 
-    @property
-    def idle_pools(self) -> tuple[WarmPool, ...]:
-        """The warm pools no job is being started on."""
-        return tuple(pool for pool in self.pools if pool.claimed_by is None)
+    def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
+        """The warm pools that hold instances now: no job is being started on them, and
+        they have not expired."""
+        return tuple(p for p in self.pools if p.claimed_by is None and not p.expired(now))
 
 
 class TableReads:

@@ -31,6 +31,7 @@ from functools import partial
 
 from job_queue.models import JobState, Outcome
 from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
+from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
     AttemptRecord,
@@ -309,7 +310,7 @@ class _Replay:
 
     def _expire_pools(self, now: float) -> None:
         for name, (pool, record) in list(self.pools.items()):
-            if pool.expires_at <= now:
+            if pool.expired(now):
                 del self.pools[name]
                 record.until, record.ended_by = pool.expires_at, "expired"
 
@@ -325,13 +326,8 @@ class _Replay:
         return all(count <= free[itype] for itype, count in job.demand.items())
 
     def _free(self) -> dict[str, int]:
-        free = dict(self.capacity)
-        for index in self.active:
-            spec = self.results[index].spec
-            free[spec.instance_type] -= spec.instance_count
-        for pool, _ in self.pools.values():
-            for itype, count in pool.demand.items():
-                free[itype] -= count
+        pools = [pool for pool, _ in self.pools.values()]
+        free, _ = free_and_releasing(self.capacity, self.active_view.values(), pools)
         return free
 
     def _account_idle(self, start: float, end: float) -> None:
