@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The SDK tests run under both SageMaker SDKs: .venv has the current one (v3), this one v2.
+SDK2_VENV := .venv-sdk2
+SDK2_BIN := $(SDK2_VENV)/bin
 
 .PHONY: install demo test lint bench clean build-QueueFunction
 
@@ -9,6 +12,12 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(SDK2_BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(SDK2_VENV)
+	$(SDK2_BIN)/python -m pip install --quiet --upgrade pip
+	$(SDK2_BIN)/python -m pip install --quiet -e '.[local,sagemaker,test]' 'sagemaker<3'
 	touch $@
 
 install: $(BIN)/.installed
@@ -21,15 +30,17 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/cfn-lint template.yaml
 
-test: lint
-	$(BIN)/python -m pytest
+# Every test with SDK v3, then the SDK tests (tests/sdk) again with SDK v2.
+test: lint $(SDK2_BIN)/.installed
+	TJQ_SDK=3 $(BIN)/python -m pytest
+	TJQ_SDK=2 $(SDK2_BIN)/python -m pytest tests/sdk
 
 # Schedule quality, cost per scheduling pass and speed; writes bench/results/.
 bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(SDK2_VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info
 
 # Called by `sam build` (Metadata: BuildMethod: makefile): the Lambda package and its
 # one runtime dependency; boto3 comes with the Lambda runtime.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from job_queue.config import Layout
@@ -18,6 +19,19 @@ def iso(timestamp: float | None) -> str | None:
     return (
         datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     )
+
+
+def waiting_reason(not_before: float, last_error: str | None, now: float) -> str | None:
+    """Why a waiting job is not starting although it may be first in line: SageMaker refused
+    its last start, and it backs off until ``not_before``."""
+    if not_before <= now or not last_error:
+        return None
+    reason = f"retry in {math.ceil(not_before - now)} s: {last_error}"
+    if last_error.startswith("ResourceLimitExceeded"):
+        # The queue counted free instances, so the account limit is used by jobs it did not
+        # start (or the capacity is set above the limit).
+        reason += " — instances used outside the queue?"
+    return reason
 
 
 def _instances(demand: Demand) -> dict:
@@ -52,6 +66,9 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
         "start_failures": job.start_failures,
         "last_start_error": job.last_error,
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+        "waiting_reason": waiting_reason(job.not_before, job.last_error, now)
+        if job.state.is_waiting
+        else None,
         "attempts": [
             {
                 "attempt": a.number,
@@ -95,6 +112,7 @@ def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+        "waiting_reason": waiting_reason(job.not_before, job.last_error, now),
     }
 
 

@@ -1,16 +1,17 @@
-"""`make demo`: the blog's scenario through `estimator.fit()`, over HTTP, on this machine.
+"""`make demo`: the blog's scenario through the SageMaker SDK, over HTTP, on this machine.
 
 `smq local-api` is started in-process (the real Lambda handler behind a local API, AWS
-emulated, real time: a stop takes a second). Four PyTorch estimators with the post's own
-arguments (a priority tag, `keep_alive_period_in_seconds=60`), each with a
-`QueueTrainingJobSession`, call `fit(wait=False)`: job1 (priority 1), job2 (2) and job3 (1)
-on two ml.p5.48xlarge; then job4 (3) arrives and preempts job1. Every job leaves its
-instances in a warm pool, so each next job starts on the instances the team already holds.
+emulated, real time: a stop takes a second). Four jobs with the post's own arguments (a
+priority tag, `keep_alive_period_in_seconds=60`) are queued through the installed SDK: with
+SDK v3, `ModelTrainer`s submitted by `TrainingQueue.submit` (which names them, as the story
+needs); with SDK v2, PyTorch estimators whose `QueueTrainingJobSession` queues
+`fit(wait=False)`. job1 (priority 1), job2 (2) and job3 (1) go on two ml.p5.48xlarge; then
+job4 (3) arrives and preempts job1. Every job leaves its instances in a warm pool, so each
+next job starts on the instances the team already holds.
 
 The emulated jobs train until the story says they finish: the demo tells the emulator when
 (job2 first, then job4, then the rest), and waits for the queue to react before the next
-step. So the story is the same on any machine, however slow or busy.
-"""
+step. So the story is the same on any machine, however slow or busy."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ RUN_SECONDS = 3600.0  # longer than the demo: a job ends when the story says so
 READING_SECONDS = 1.5  # the jobs train this long between steps: time to read a table
 JOBS = (("job1", 1), ("job2", 2), ("job3", 1), ("job4", 3))  # (name, priority)
 TRAIN_SCRIPT = 'print("training ...")\n'
+PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
 
 def run(
@@ -37,8 +39,7 @@ def run(
 
     ``reading_seconds`` only paces the story for a reader; what happens does not depend on
     it, since a job finishes when the demo says so."""
-    from sagemaker.pytorch import PyTorch  # noqa: F401 (slow to import: not while jobs run)
-
+    import tjq.session  # noqa: F401 (the SDK is slow to import: not while jobs run)
     from tjq.local.server import LocalApi
 
     tables: list[list[tuple[str, str, int]]] = []
@@ -115,13 +116,36 @@ def run(
 
 
 def _fit(name: str, priority: int, source: str, out: Callable[[str], None]) -> None:
-    from sagemaker.pytorch import PyTorch
-
+    """Submit one job as a user of the installed SDK would: with the post's arguments."""
     from job_queue import tags
     from tjq import QueueTrainingJobSession
     from tjq.local.cloud import ROLE_ARN
+    from tjq.session import sdk_major
 
-    estimator = PyTorch(
+    if sdk_major() >= 3:
+        # ModelTrainer.train() names a job <base_job_name>-<timestamp>; TrainingQueue.submit
+        # takes the job's name, as AWS Batch's does.
+        from sagemaker.core.shapes import Tag
+        from sagemaker.core.training.configs import Compute, SourceCode
+        from sagemaker.train import ModelTrainer
+
+        from tjq import TrainingQueue
+
+        trainer = ModelTrainer(
+            training_image=PYTORCH_IMAGE,
+            source_code=SourceCode(source_dir=source, entry_script="train.py"),
+            compute=Compute(
+                instance_type=INSTANCE, instance_count=1, keep_alive_period_in_seconds=60
+            ),
+            role=ROLE_ARN,
+            base_job_name=name,
+            tags=[Tag(key=tags.PRIORITY, value=str(priority))],
+        )
+        TrainingQueue(out=out).submit(trainer, job_name=name)
+        return
+    from sagemaker.pytorch import PyTorch
+
+    PyTorch(
         entry_point="train.py",
         source_dir=source,
         role=ROLE_ARN,
@@ -132,8 +156,7 @@ def _fit(name: str, priority: int, source: str, out: Callable[[str], None]) -> N
         keep_alive_period_in_seconds=60,
         sagemaker_session=QueueTrainingJobSession(out=out),
         tags=[{"Key": tags.PRIORITY, "Value": str(priority)}],
-    )
-    estimator.fit(wait=False, job_name=name)
+    ).fit(wait=False, job_name=name)
 
 
 @contextlib.contextmanager

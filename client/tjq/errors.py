@@ -44,3 +44,7 @@ class InvalidJob(QueueClientError):
 
 class JobEnded(QueueClientError):
     """``fit(wait=True)`` followed a job that ended without a SageMaker job to report on."""
+
+
+class JobNotStarted(QueueClientError):
+    """The job has not run yet, so there is no SageMaker job to answer with."""

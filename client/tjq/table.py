@@ -14,6 +14,7 @@ def queue_table(jobs: list[dict]) -> str:
     if not jobs:
         return "(the queue is empty)"
     with_share = any(job.get("share") for job in jobs)
+    with_reason = any(job.get("waiting_reason") for job in jobs)
     rows = [
         (
             job["name"],
@@ -24,10 +25,13 @@ def queue_table(jobs: list[dict]) -> str:
             f"{job['instance_count']} x {job['instance_type']}",
             _time(job),
             job.get("sagemaker_job_name") or "",
+            *((job.get("waiting_reason") or "",) if with_reason else ()),
         )
         for job in jobs
     ]
     headers = (*HEADERS[:3], "Share", *HEADERS[3:]) if with_share else HEADERS
+    if with_reason:
+        headers = (*headers, "Why waiting")
     return tabulate(rows, headers=headers, disable_numparse=True)
 
 

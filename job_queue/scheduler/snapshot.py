@@ -54,6 +54,7 @@ class WaitingJob:
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
     share: str | None = None  # its quota share, when the queue has shares
     warm_key: str | None = None  # its warm-pool configuration (None: matches no pool)
+    last_error: str | None = None  # why its last start was refused (shown while it backs off)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ def waiting_item(job: Job) -> dict:
         "state": job.state.value,
         **_max_runtime(job),
         **_warm_key(job),
+        **({"last_error": job.last_error} if job.not_before and job.last_error else {}),
     }
 
 
@@ -79,6 +80,7 @@ def waiting_from_item(item: Mapping) -> WaitingJob:
         state=JobState(item.get("state", JobState.PENDING.value)),
         max_runtime=_optional_float(item.get("max_runtime")),
         warm_key=item.get("warm_key"),
+        last_error=item.get("last_error"),
     )
 
 

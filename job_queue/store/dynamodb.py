@@ -197,7 +197,12 @@ class DynamoJobStore(TableReads):
             ),
         ]
         if to_state.is_waiting:
-            waiting = replace(job, state=to_state, not_before=changes.get("not_before", 0.0))
+            waiting = replace(
+                job,
+                state=to_state,
+                not_before=changes.get("not_before", 0.0),
+                last_error=changes.get("last_error", job.last_error),
+            )
             actions.append(table.put(codecs.waiting_item(waiting)))
         self._transact(*actions)
 

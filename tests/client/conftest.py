@@ -21,7 +21,11 @@ def local_api():
 
 @contextlib.contextmanager
 def quiet_local_api(**kwargs):
-    """A LocalApi whose Lambda prints no metrics into the output that CLI tests read."""
+    """A LocalApi whose Lambda prints no metrics into the output that CLI tests read.
+
+    LocalApis in one process share moto's state, so each gets a table of its own: jobs
+    queued in one never show up in another that runs at the same time."""
+    kwargs.setdefault("table_name", f"queue-{uuid.uuid4().hex[:8]}")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     previous = os.environ.get("POWERTOOLS_METRICS_DISABLED")
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"

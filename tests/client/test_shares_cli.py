@@ -9,7 +9,7 @@ import pytest
 from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.errors import JobConflict
-from tjq.local.cloud import ROLE_ARN, training_request
+from tjq.local.cloud import training_request
 
 from job_queue.scheduler import Share, Strategy
 from job_queue.share_config import share_to_dict
@@ -114,25 +114,6 @@ def test_local_api_refuses_a_bad_shares_file(capsys, tmp_path):
     path.write_text(json.dumps([{"name": "X", "capacity": {G5: 1}, "strategy": "LEND"}]))
     code, _, err = smq(capsys, "local-api", "--shares", str(path))
     assert code == 1 and "share X: in_share_preemption is required" in err
-
-
-def test_session_share_tags_jobs_without_one(env, tmp_path):
-    from sagemaker.pytorch import PyTorch
-    from tjq import QueueTrainingJobSession
-
-    (tmp_path / "train.py").write_text("print('training')\n")
-    session = QueueTrainingJobSession(share="QS2", out=lambda _: None)
-    PyTorch(
-        entry_point="train.py",
-        source_dir=str(tmp_path),
-        role=ROLE_ARN,
-        instance_type=G5,
-        instance_count=1,
-        framework_version="2.3",
-        py_version="py311",
-        sagemaker_session=session,
-    ).fit(wait=False, job_name="from-a-notebook")
-    assert env.job("from-a-notebook")["share"] == "QS2"
 
 
 def test_shares_check_validates_a_file_without_a_queue(capsys, tmp_path):

@@ -1,5 +1,10 @@
 """What happens when SageMaker refuses, throttles or rejects a start."""
 
+import json
+
+from tjq.local.cloud import training_request
+from tjq.table import queue_table
+
 from tests.conftest import G5, P5
 from tests.integration.helpers import job, states, submit
 
@@ -117,3 +122,24 @@ def test_start_that_never_reached_sagemaker_is_retried_under_the_same_name(cloud
     cloud.sweep()
     assert job(cloud, "a")["state"] == "running"
     assert list(cloud.sagemaker.jobs) == ["a"]
+
+
+def test_a_job_refused_for_instances_used_outside_the_queue_says_why_it_waits(make_cloud):
+    cloud = make_cloud({P5: 1})
+    # Someone starts a job straight in SageMaker: the account's one p5 is taken.
+    outside = json.dumps(training_request("outside", instance_type=P5)).encode()
+    assert cloud.sagemaker.respond("CreateTrainingJob", outside)[0] == 200
+    submit(cloud, "queued", 1)
+
+    _, listing = cloud.api("GET", "/jobs")
+    (row,) = listing["jobs"]
+    assert row["waiting_reason"].startswith("retry in 60 s: ResourceLimitExceeded: ")
+    assert row["waiting_reason"].endswith(" — instances used outside the queue?")
+    assert job(cloud, "queued")["waiting_reason"] == row["waiting_reason"]
+    table = queue_table(listing["jobs"])
+    assert "Why waiting" in table.splitlines()[0]
+    assert "instances used outside the queue?" in table
+
+    cloud.advance(61)
+    _, listing = cloud.api("GET", "/jobs")
+    assert listing["jobs"][0]["waiting_reason"] is None  # due for a retry: no longer backing off

@@ -76,6 +76,7 @@ def show(args) -> int:
             "preemptions",
             "failure_reason",
             "last_start_error",
+            "waiting_reason",
         )
         if job.get(key) not in (None, "")
     ]

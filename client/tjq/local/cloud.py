@@ -21,6 +21,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
+from tjq.local.iam import create_training_roles
 from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
 
 REGION = "us-east-1"
@@ -180,6 +181,8 @@ class LocalCloud:
             pass  # the table survives a restart of the emulator's client
         sagemaker = boto3.client("sagemaker", region_name=REGION, endpoint_url=self._endpoint_url)
         self.sagemaker.install(sagemaker)
+        self.iam = boto3.client("iam", region_name=REGION, endpoint_url=self._endpoint_url)
+        create_training_roles(self.iam, sorted(self.settings.allowed_role_arns))
         self.dynamodb = _Serialized(dynamodb, lock, self.dynamodb_usage)
         self.deps = Dependencies.from_clients(
             self.settings,

@@ -1,9 +1,11 @@
 """`smq local-api`: the queue's API on 127.0.0.1, over emulated AWS, in real time.
 
-Three endpoints, all on the loopback interface:
+Four endpoints, all on the loopback interface:
 
 * the queue API (same routes and answers as the deployed API, stage ``/prod``), which
   passes each request to the real Lambda handler as an API Gateway event;
+* an IAM endpoint that answers ``SimulatePrincipalPolicy`` (the role check of SDK v3) from
+  the emulated role's policies, and passes the rest of IAM on to moto;
 * a SageMaker endpoint: training-job operations are answered by :class:`LocalSageMaker`
   (jobs finish after ``run_seconds``, or their ``simulated-run-seconds`` tag; a stop takes
   ``stop_seconds``), every other SageMaker operation is passed on to moto;
@@ -25,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from tjq.local.cloud import REGION, LocalCloud
+from tjq.local.iam import is_simulation, simulate_principal_policy
 
 STAGE = "/prod"
 DEFAULT_BUCKET = "sagemaker-local"
@@ -50,7 +53,8 @@ class LocalApi:
         **cloud_options,
     ) -> None:
         """``cloud_options`` are :class:`LocalCloud`'s (shares, allowed roles, keep-alive,
-        the emulated warm-pool quota and start times ...)."""
+        the emulated warm-pool quota and start times ...). LocalApis in one process share
+        moto's state: give each that runs at the same time its own ``table_name``."""
         self.host = host
         self._port = port
         self._cloud_options = {
@@ -86,8 +90,10 @@ class LocalApi:
         ).__enter__()
         api = self._serve(self._port, _api_handler(self.cloud))
         sagemaker = self._serve(0, _sagemaker_handler(self.cloud, self.aws_url))
+        iam = self._serve(0, _iam_handler(self.cloud, self.aws_url))
         self.api_url = f"http://{self.host}:{api.server_address[1]}{STAGE}"
         self.sagemaker_url = f"http://{self.host}:{sagemaker.server_address[1]}"
+        self.iam_url = f"http://{self.host}:{iam.server_address[1]}"
         self._config_file = _sdk_config_file()
         self._background(self._pump, 0.2)
         self._background(self.cloud.sweep, self._sweep_seconds)
@@ -110,6 +116,7 @@ class LocalApi:
             "SMQ_API_URL": self.api_url,
             "AWS_ENDPOINT_URL": self.aws_url,
             "AWS_ENDPOINT_URL_SAGEMAKER": self.sagemaker_url,
+            "AWS_ENDPOINT_URL_IAM": self.iam_url,
             "AWS_DEFAULT_REGION": REGION,
             **_DUMMY_CREDENTIALS,
             # Default bucket for the SDK (no STS lookup) and no SDK telemetry.
@@ -169,8 +176,6 @@ def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
 
 
 def _sagemaker_handler(cloud: LocalCloud, moto_url: str) -> type[BaseHTTPRequestHandler]:
-    moto = urlsplit(moto_url)
-
     class SageMakerHandler(_QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -178,14 +183,21 @@ def _sagemaker_handler(cloud: LocalCloud, moto_url: str) -> type[BaseHTTPRequest
             if cloud.sagemaker.handles(operation):
                 status, payload = cloud.sagemaker.respond(operation, body)
                 return self._reply(status, payload, "application/x-amz-json-1.1")
-            # Everything else SageMaker does is moto's.
-            connection = http.client.HTTPConnection(moto.hostname, moto.port, timeout=30)
-            headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-            connection.request("POST", self.path, body=body, headers=headers)
-            answer = connection.getresponse()
-            self._reply(answer.status, answer.read(), answer.getheader("Content-Type") or "")
+            self._forward(moto_url, body)  # everything else SageMaker does is moto's
 
     return SageMakerHandler
+
+
+def _iam_handler(cloud: LocalCloud, moto_url: str) -> type[BaseHTTPRequestHandler]:
+    class IamHandler(_QuietHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if is_simulation(body):
+                status, payload = simulate_principal_policy(cloud.iam, body)
+                return self._reply(status, payload, "text/xml")
+            self._forward(moto_url, body)  # the rest of IAM is moto's
+
+    return IamHandler
 
 
 class _QuietHandler(BaseHTTPRequestHandler):
@@ -193,6 +205,15 @@ class _QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args) -> None:
         pass
+
+    def _forward(self, url: str, body: bytes) -> None:
+        """Pass the request on to ``url`` (moto) and its answer back."""
+        target = urlsplit(url)
+        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        connection.request(self.command, self.path, body=body, headers=headers)
+        answer = connection.getresponse()
+        self._reply(answer.status, answer.read(), answer.getheader("Content-Type") or "")
 
     def _reply(self, status: int, body, content_type: str = "application/json") -> None:
         if isinstance(body, dict):

@@ -13,17 +13,7 @@ from tjq.errors import InvalidJob
 from tjq.local.cloud import ROLE_ARN
 
 from tests.client.conftest import G4, G5, P5, resumed_attempts_finish_at_once, wait_until
-
-
-@pytest.fixture
-def source(tmp_path):
-    (tmp_path / "train.py").write_text("print('training')\n")
-    return str(tmp_path)
-
-
-@pytest.fixture
-def said():
-    return []
+from tests.sdk.conftest import priority_tag
 
 
 @pytest.fixture
@@ -44,13 +34,6 @@ def pytorch(session, source, instance_type=P5, tags=(), **kwargs):
         tags=list(tags),
         **kwargs,
     )
-
-
-def priority_tag(value, seconds=None):
-    tags = [{"Key": "priority", "Value": str(value)}]
-    if seconds is not None:
-        tags.append({"Key": "simulated-run-seconds", "Value": str(seconds)})
-    return tags
 
 
 def test_fit_without_waiting_queues_the_job_with_its_priority(session, source, unique, said):
@@ -129,11 +112,12 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
         assert not follow.is_alive(), "fit() did not follow the job to its end"
 
     notes = [line.removeprefix(f"[queue] {low}: ") for line in said]
-    assert any(note.startswith("waiting to resume") for note in notes)
+    assert any("waiting to resume" in note for note in notes)
     assert any(note.startswith("resumed as SageMaker job " + low + "-r2-") for note in notes)
     assert notes[-1] == "completed"
     final = estimator.latest_training_job.describe()
-    assert final["TrainingJobName"].startswith(low + "-r2-")
+    assert final["TrainingJobName"] == low  # the queue's name; the ARN is its latest job's
+    assert final["TrainingJobArn"].rsplit("/", 1)[1].startswith(low + "-r2-")
     assert final["TrainingJobStatus"] == "Completed"
 
 

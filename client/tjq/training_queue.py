@@ -1,0 +1,266 @@
+"""`TrainingQueue`: the queue in the shape of the SDK's AWS Batch ``TrainingQueue``.
+
+An AWS Batch user writes ``from sagemaker.train.aws_batch.training_queue import
+TrainingQueue``; here, ``from tjq import TrainingQueue`` and the same calls: ``submit``
+(a v3 ``ModelTrainer`` or a v2 ``Estimator``), ``map``, ``list_jobs``, ``get_job``, and the
+returned job's ``describe``, ``update``, ``terminate``, ``wait``, ``result`` and
+``get_model_trainer``. The queue is the API, so it is named by its URL, not a queue name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import boto3
+
+from job_queue import tags as tag_names
+from job_queue.models import JobState
+from tjq import sdk_objects
+from tjq.api import QueueClient
+from tjq.errors import JobNotFound, JobNotStarted
+from tjq.progress import FINISHED, describe_state
+from tjq.route import integer_priority
+
+# The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
+# queue's own; ``status`` is for code written against Batch).
+BATCH_STATUS = {
+    JobState.PENDING: "RUNNABLE",
+    JobState.PREEMPTED: "RUNNABLE",
+    JobState.STARTING: "STARTING",
+    JobState.RUNNING: "RUNNING",
+    JobState.PREEMPTING: "RUNNING",
+    JobState.CANCELLING: "RUNNING",
+    JobState.COMPLETED: "SUCCEEDED",
+    JobState.FAILED: "FAILED",
+    JobState.CANCELLED: "FAILED",
+    JobState.STOPPED: "FAILED",
+}
+
+
+class TrainingQueue:
+    """The queue's API as AWS Batch's ``TrainingQueue``.
+
+    Example::
+
+        from tjq import TrainingQueue
+
+        queue = TrainingQueue()                     # SMQ_API_URL from the environment
+        job = queue.submit(model_trainer, inputs, priority=5, quota_share_name="vision")
+        job.result()                                # waits; raises if the job failed
+    """
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        api_id: str | None = None,
+        boto_session: boto3.Session | None = None,
+        queue: QueueClient | None = None,
+        poll_seconds: float = 5.0,
+        out: Callable[[str], None] = print,
+    ) -> None:
+        self.boto_session = boto_session or boto3.Session()
+        self.queue = queue or QueueClient.from_environment(
+            api_url, api_id=api_id, boto_session=self.boto_session
+        )
+        self.poll_seconds = poll_seconds
+        self._out = out
+
+    def submit(
+        self,
+        training_job,
+        inputs=None,
+        job_name: str | None = None,
+        priority: int | None = None,
+        share_identifier: str | None = None,
+        quota_share_name: str | None = None,
+        tags: dict[str, str] | None = None,
+        *,
+        name_suffix: str = "",
+    ) -> QueuedJob:
+        """Queue ``training_job`` (a ``ModelTrainer`` or an ``Estimator``) with ``inputs``.
+
+        ``priority`` and the share (``quota_share_name``, or ``share_identifier``: the queue
+        has one kind of share) replace the job's own ``priority`` / ``share`` tags; ``tags``
+        are added to the training job's tags. Checked before anything is uploaded.
+        """
+        sdk_objects.kind_of(training_job)
+        sdk_objects.check_mode(training_job)
+        if share_identifier is not None and quota_share_name is not None:
+            raise ValueError("give share_identifier or quota_share_name, not both")
+        chosen = {key: str(value) for key, value in (tags or {}).items()}
+        if priority is not None:
+            chosen[tag_names.PRIORITY] = str(integer_priority(priority, "priority="))
+        elif tag_names.PRIORITY in chosen:
+            integer_priority(chosen[tag_names.PRIORITY], "the priority tag")
+        else:
+            own = sdk_objects.tags_of(training_job)
+            if any(t["Key"] == tag_names.PRIORITY for t in own):
+                integer_priority(tag_names.value(own, tag_names.PRIORITY), "the priority tag")
+        share = quota_share_name if quota_share_name is not None else share_identifier
+        if share is not None:
+            chosen[tag_names.SHARE] = share
+        request = sdk_objects.training_request(training_job, inputs, job_name)
+        if name_suffix:
+            # The SDK names a job <base>-<second>: a map's jobs would all share one name.
+            request["TrainingJobName"] = request["TrainingJobName"][: 63 - len(name_suffix)]
+            request["TrainingJobName"] += name_suffix
+        request["Tags"] = tag_names.with_tags(request.get("Tags") or [], chosen, replace=True)
+        answer = self.queue.submit(request)
+        job = QueuedJob(self, request["TrainingJobName"])
+        self._out(f"[queue] {job.job_name}: {describe_state(answer['job'])}")
+        return job
+
+    def map(
+        self,
+        training_job,
+        inputs: list,
+        job_names: list[str] | None = None,
+        priority: int | None = None,
+        share_identifier: str | None = None,
+        quota_share_name: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> list[QueuedJob]:
+        """One job per element of ``inputs``, named by ``job_names`` if given (otherwise as
+        the SDK names them, with ``-1``, ``-2`` ... appended)."""
+        if job_names is not None and len(job_names) != len(inputs):
+            raise ValueError(
+                f"{len(job_names)} job names for {len(inputs)} inputs: give one name per input"
+            )
+        names = job_names or [None] * len(inputs)
+        return [
+            self.submit(
+                training_job,
+                value,
+                name,
+                priority,
+                share_identifier,
+                quota_share_name,
+                tags,
+                name_suffix="" if name else f"-{index}",
+            )
+            for index, (value, name) in enumerate(zip(inputs, names, strict=True), start=1)
+        ]
+
+    def list_jobs(self, job_name: str | None = None, status: str | None = None) -> list[QueuedJob]:
+        """The jobs in the queue now (waiting or holding instances), or the one named
+        ``job_name`` whatever its state; ``status`` is a queue state (``pending``,
+        ``running`` ...) or an AWS Batch status (``RUNNABLE``, ``RUNNING`` ...)."""
+        if job_name is not None:
+            return [self.get_job(job_name)] if self._exists(job_name) else []
+        wanted = _states_for(status)
+        return [
+            QueuedJob(self, row["name"])
+            for row in self.queue.jobs()["jobs"]
+            if wanted is None or row["state"] in wanted
+        ]
+
+    def get_job(self, name: str) -> QueuedJob:
+        """The job named ``name`` (``JobNotFound`` if the queue has none)."""
+        self.queue.job(name)
+        return QueuedJob(self, name)
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self.queue.job(name)
+        except JobNotFound:
+            return False
+        return True
+
+
+class QueuedJob:
+    """A job in the queue, as AWS Batch's ``TrainingQueuedJob``."""
+
+    def __init__(self, queue: TrainingQueue, job_name: str) -> None:
+        self.queue = queue
+        self.job_name = job_name
+
+    def __repr__(self) -> str:
+        return f"QueuedJob({self.job_name!r})"
+
+    def describe(self) -> dict:
+        """The queue's view of the job (GET /jobs/{name}), with AWS Batch's ``status`` and
+        ``statusReason`` for code written against Batch."""
+        job = self.queue.queue.job(self.job_name)
+        return {**job, "status": BATCH_STATUS[JobState(job["state"])], "statusReason": _why(job)}
+
+    def update(self, scheduling_priority: int) -> dict:
+        """Change the job's priority (it moves in the queue, and may preempt or be preempted)."""
+        priority = integer_priority(scheduling_priority, "scheduling_priority")
+        return self.queue.queue.set_priority(self.job_name, priority)
+
+    def terminate(self, reason: str | None = "Default terminate reason") -> None:
+        """Cancel the job: out of the queue if it waits, stopped if it runs."""
+        self.queue.queue.cancel(self.job_name)
+        self.queue._out(f"[queue] {self.job_name}: cancelled ({reason})")
+
+    def wait(self, timeout: float | None = None) -> dict:
+        """Wait until the job ends, or ``timeout`` seconds; the last :meth:`describe`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            described = self.describe()
+            if described["state"] in FINISHED:
+                return described
+            if deadline is not None and time.monotonic() >= deadline:
+                return described
+            time.sleep(self.queue.poll_seconds)
+
+    def result(self, timeout: float | None = None) -> dict:
+        """:meth:`wait`, then the description of a completed job; ``RuntimeError`` with the
+        reason if it failed or was stopped, ``TimeoutError`` if it is still going."""
+        described = self.wait(timeout)
+        if described["state"] == JobState.COMPLETED:
+            return described
+        if described["state"] in FINISHED:
+            raise RuntimeError(f"{self.job_name}: {described['statusReason']}")
+        raise TimeoutError(f"{self.job_name} is still {described['state']} after {timeout} s")
+
+    def get_model_trainer(self):
+        """A v3 ``ModelTrainer`` as the job ran, once it has run (``JobNotStarted`` before),
+        whose ``train()`` queues again."""
+        from tjq.session import QueueTrainingJobSession
+
+        job = self.queue.queue.job(self.job_name)
+        if not job["attempts"]:
+            raise JobNotStarted(
+                f"{self.job_name} has not run yet: it is {describe_state(job)}; "
+                "a ModelTrainer comes back once it has started"
+            )
+        session = QueueTrainingJobSession(
+            queue=self.queue.queue, boto_session=self.queue.boto_session, out=self.queue._out
+        )
+        return sdk_objects.model_trainer_of(self.job_name, session)
+
+
+def _why(job: dict) -> str | None:
+    state = job["state"]
+    if state == JobState.FAILED:
+        return job.get("failure_reason")
+    if state == JobState.CANCELLED:
+        return "cancelled in the queue"
+    if state == JobState.STOPPED:
+        return "stopped outside the queue"
+    if state == JobState.PREEMPTING:
+        return f"preempted by {job.get('preempted_by')}"
+    return job.get("waiting_reason")
+
+
+def _states_for(status: str | None) -> set[str] | None:
+    if status is None:
+        return None
+    queue_states = {s.value for s in JobState}
+    wanted = {s.value for s, batch in BATCH_STATUS.items() if batch == status} or {
+        status
+    } & queue_states
+    if wanted and wanted <= FINISHED:
+        raise ValueError(
+            f"list_jobs lists the jobs in the queue now, none of them {status}; "
+            "ask for a finished job by name: get_job(name)"
+        )
+    if wanted:
+        return wanted
+    raise ValueError(
+        f"unknown status {status!r}: a queue state ({', '.join(sorted(queue_states))}) "
+        f"or an AWS Batch status ({', '.join(sorted(set(BATCH_STATUS.values())))})"
+    )
