@@ -120,7 +120,7 @@ def test_train_waits_through_preemption_and_resumption_and_ends_as_v3_does(
     low_session = QueueTrainingJobSession(out=said.append)
     low_base, high_base = unique("low"), unique("high")
     low = trainer(low_session, source, low_base, G5, tags_=priority_tag(1, seconds=3600))
-    follow = threading.Thread(target=low.train, kwargs={"wait": True, "logs": False})
+    follow = threading.Thread(target=low.train, kwargs={"wait": True})
     follow.start()
     wait_until(lambda: low._latest_training_job, "low to be queued")
     name = low._latest_training_job.training_job_name
