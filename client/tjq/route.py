@@ -72,8 +72,14 @@ class QueueRoute:
         boto3 session's or a client's); ``client_factory`` makes the client that describes
         SageMaker jobs themselves."""
         self._client_factory = client_factory
-        events.register(_CREATE, self._on_create, unique_id="tjq-queue-create")
-        events.register(_DESCRIBE, self._on_describe, unique_id="tjq-queue-describe")
+        for event, handler, unique_id in (
+            (_CREATE, self._on_create, "tjq-queue-create"),
+            (_DESCRIBE, self._on_describe, "tjq-queue-describe"),
+        ):
+            # A later route replaces an earlier one (botocore ignores a second registration
+            # under the same id).
+            events.unregister(event, unique_id=unique_id)
+            events.register(event, handler, unique_id=unique_id)
         return self
 
     # -- the two operations ----------------------------------------------------------------
@@ -203,7 +209,8 @@ def reroute(
         session.client("sagemaker").create_training_job(**request)   # queued
 
     ``priority`` / ``share`` are the defaults for requests without those tags. Describing a
-    queued job by its name then describes its latest SageMaker job.
+    queued job by its name then describes its latest SageMaker job. Rerouting the same
+    target again replaces the earlier route.
     """
     if isinstance(target, boto3.Session):
         events, boto_session = target.events, target

@@ -64,3 +64,12 @@ def test_only_sessions_and_sagemaker_clients_can_be_rerouted(local_env):
         reroute(boto3.client("s3"))
     with pytest.raises(TypeError, match=r"takes a boto3\.Session or a SageMaker client, not str"):
         reroute("sagemaker")
+
+
+def test_rerouting_again_replaces_the_earlier_route(local_env, unique):
+    session = boto3.Session()
+    reroute(session, priority=2, out=lambda _: None)
+    route = reroute(session, priority=6, out=lambda _: None)
+    name = unique("again")
+    session.client("sagemaker").create_training_job(**request(name, None, seconds=1))
+    assert route.queue.job(name)["priority"] == 6

@@ -107,6 +107,7 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
         follow = threading.Thread(target=estimator.latest_training_job.wait, args=("None",))
         follow.start()
         wait_until(lambda: any("waiting to resume" in line for line in said), "low to wait")
+        wait_until(lambda: high_session.queue.job(high)["state"] == "running", "high to run")
         local_env.cloud.sagemaker.set_run_seconds(high, 0)  # high's training ends
         follow.join(timeout=120)
         assert not follow.is_alive(), "fit() did not follow the job to its end"

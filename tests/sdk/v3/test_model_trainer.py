@@ -131,6 +131,7 @@ def test_train_waits_through_preemption_and_resumption_and_ends_as_v3_does(
             trainer(high_session, source, high_base, G5, tags_=priority_tag(9, seconds=3600))
         )
         wait_until(lambda: any("waiting to resume" in line for line in said), "low to wait")
+        wait_until(lambda: high_session.queue.job(high)["state"] == "running", "high to run")
         local_env.cloud.sagemaker.set_run_seconds(high, 0)  # high's training ends
         follow.join(timeout=180)
         assert not follow.is_alive(), "train() did not follow the job to its end"
