@@ -121,8 +121,7 @@ class QueueRoute:
         (:class:`InvalidJob`) if its priority tag is not an integer in range."""
         request = copy.deepcopy(request)
         given = request.get("Tags") or []
-        if any(t.get("Key") == tags.PRIORITY for t in given):
-            integer_priority(tags.value(given, tags.PRIORITY), "the priority tag")
+        check_priority_tag(given)
         defaults = {tags.PRIORITY: self.priority, tags.SHARE: self.share}
         added = {k: str(v) for k, v in defaults.items() if v is not None}
         request["Tags"] = tags.with_tags(given, added, replace=False)
@@ -197,6 +196,7 @@ def reroute(
     priority: int | None = None,
     share: str | None = None,
     api_id: str | None = None,
+    queue: QueueClient | None = None,
     out: Callable[[str], None] = print,
 ) -> QueueRoute:
     """Make CreateTrainingJob through ``target`` — a ``boto3.Session`` (every SageMaker
@@ -208,7 +208,8 @@ def reroute(
         tjq.reroute(session)                       # SMQ_API_URL from the environment
         session.client("sagemaker").create_training_job(**request)   # queued
 
-    ``priority`` / ``share`` are the defaults for requests without those tags. Describing a
+    ``priority`` / ``share`` are the defaults for requests without those tags; the queue is
+    ``api_url`` (else SMQ_API_URL) or the client ``queue``. Describing a
     queued job by its name then describes its latest SageMaker job. Rerouting the same
     target again replaces the earlier route.
     """
@@ -225,8 +226,8 @@ def reroute(
         raise TypeError(
             f"reroute() takes a boto3.Session or a SageMaker client, not {type(target).__name__}"
         )
-    queue = QueueClient.from_environment(api_url, api_id=api_id, boto_session=boto_session)
-    region = (boto_session.region_name if boto_session else target.meta.region_name) or "us-east-1"
+    queue = queue or QueueClient.from_environment(api_url, api_id=api_id, boto_session=boto_session)
+    region = (boto_session.region_name if boto_session else target.meta.region_name) or queue.region
     route = QueueRoute(queue, region, priority=priority, share=share, out=out)
     return route.install(events, factory)
 
@@ -237,6 +238,12 @@ def integer_priority(value, what: str) -> int:
         return parse_priority(value, field=what)
     except InvalidRequest as exc:
         raise InvalidJob(str(exc)) from None
+
+
+def check_priority_tag(given: list[dict]) -> None:
+    """Refuse (:class:`InvalidJob`) tags whose priority is not an integer in range."""
+    if any(t.get("Key") == tags.PRIORITY for t in given):
+        integer_priority(tags.value(given, tags.PRIORITY), "the priority tag")
 
 
 def _answer(parsed: dict) -> tuple[AWSResponse, dict]:
@@ -266,16 +273,19 @@ class RoutedSession:
         **session_kwargs,
     ) -> None:
         boto_session = session_kwargs.pop("boto_session", None) or boto3.Session()
-        queue = queue or QueueClient.from_environment(
-            api_url, api_id=api_id, boto_session=boto_session
+        self.route = reroute(
+            boto_session,
+            api_url,
+            priority=priority,
+            share=share,
+            api_id=api_id,
+            queue=queue,
+            out=out,
         )
-        region = boto_session.region_name or queue.region
-        self.route = QueueRoute(queue, region, priority=priority, share=share, out=out)
-        self.route.install(boto_session.events, lambda: boto_session.client("sagemaker"))
         super().__init__(boto_session=boto_session, **session_kwargs)
         # A sagemaker_client passed in was made elsewhere: route it too.
         self.route.install(self.sagemaker_client.meta.events, lambda: self.sagemaker_client)
-        self.queue = queue
+        self.queue = self.route.queue
         self._out = out
 
     @property

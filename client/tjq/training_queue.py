@@ -20,7 +20,7 @@ from tjq import sdk_objects
 from tjq.api import QueueClient
 from tjq.errors import JobNotFound, JobNotStarted
 from tjq.progress import FINISHED, describe_state
-from tjq.route import integer_priority
+from tjq.route import check_priority_tag, integer_priority
 
 # The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
 # queue's own; ``status`` is for code written against Batch).
@@ -85,19 +85,14 @@ class TrainingQueue:
         has one kind of share) replace the job's own ``priority`` / ``share`` tags; ``tags``
         are added to the training job's tags. Checked before anything is uploaded.
         """
-        sdk_objects.kind_of(training_job)
-        sdk_objects.check_mode(training_job)
+        sdk_objects.check_mode(training_job)  # and its kind: TypeError for anything else
         if share_identifier is not None and quota_share_name is not None:
             raise ValueError("give share_identifier or quota_share_name, not both")
         chosen = {key: str(value) for key, value in (tags or {}).items()}
         if priority is not None:
             chosen[tag_names.PRIORITY] = str(integer_priority(priority, "priority="))
-        elif tag_names.PRIORITY in chosen:
-            integer_priority(chosen[tag_names.PRIORITY], "the priority tag")
-        else:
-            own = sdk_objects.tags_of(training_job)
-            if any(t["Key"] == tag_names.PRIORITY for t in own):
-                integer_priority(tag_names.value(own, tag_names.PRIORITY), "the priority tag")
+        # The priority the job will have: the chosen tag, else its own.
+        check_priority_tag([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
         share = quota_share_name if quota_share_name is not None else share_identifier
         if share is not None:
             chosen[tag_names.SHARE] = share
@@ -148,7 +143,10 @@ class TrainingQueue:
         ``job_name`` whatever its state; ``status`` is a queue state (``pending``,
         ``running`` ...) or an AWS Batch status (``RUNNABLE``, ``RUNNING`` ...)."""
         if job_name is not None:
-            return [self.get_job(job_name)] if self._exists(job_name) else []
+            try:
+                return [self.get_job(job_name)]
+            except JobNotFound:
+                return []
         wanted = _states_for(status)
         return [
             QueuedJob(self, row["name"])
@@ -160,13 +158,6 @@ class TrainingQueue:
         """The job named ``name`` (``JobNotFound`` if the queue has none)."""
         self.queue.job(name)
         return QueuedJob(self, name)
-
-    def _exists(self, name: str) -> bool:
-        try:
-            self.queue.job(name)
-        except JobNotFound:
-            return False
-        return True
 
 
 class QueuedJob:
@@ -250,9 +241,8 @@ def _states_for(status: str | None) -> set[str] | None:
     if status is None:
         return None
     queue_states = {s.value for s in JobState}
-    wanted = {s.value for s, batch in BATCH_STATUS.items() if batch == status} or {
-        status
-    } & queue_states
+    by_batch = {s.value for s, batch in BATCH_STATUS.items() if batch == status}
+    wanted = by_batch or {status} & queue_states
     if wanted and wanted <= FINISHED:
         raise ValueError(
             f"list_jobs lists the jobs in the queue now, none of them {status}; "
@@ -264,3 +254,7 @@ def _states_for(status: str | None) -> set[str] | None:
         f"unknown status {status!r}: a queue state ({', '.join(sorted(queue_states))}) "
         f"or an AWS Batch status ({', '.join(sorted(set(BATCH_STATUS.values())))})"
     )
+
+
+def _as_tags(values: dict[str, str]) -> list[dict]:
+    return [{"Key": key, "Value": value} for key, value in values.items()]
