@@ -17,7 +17,7 @@ from aws_lambda_powertools import Logger
 
 from job_queue import lifecycle
 from job_queue.errors import SageMakerError, StaleState
-from job_queue.models import Job, JobState
+from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.report import Report
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
@@ -64,6 +64,7 @@ class Actions:
                 now,
                 preempted_by=preemption.preemptor,
                 pool_version=version,
+                audit=AuditEntry(now, Action.PREEMPTED, preempted_by=preemption.preemptor),
             )
             version += 1
             logger.info(preemption.reason, extra={"job": victim.name})

@@ -7,8 +7,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from job_queue.access import PatternError, check_patterns
+from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.scheduler import Policy, Share, total_capacity
-from job_queue.share_config import SharesError, loads_shares
+from job_queue.share_config import SharesError, check_ceilings, loads_shares
 
 
 class ConfigError(ValueError):
@@ -37,6 +39,8 @@ class Settings:
     shares: tuple[Share, ...] = ()  # quota shares as deployed (none: one queue)
     shares_text: str = ""  # their text, as deployed
     default_share: str | None = None  # the share of jobs that name none
+    admin_principals: tuple[str, ...] = ()  # ARN patterns of the queue's admins
+    max_priority: int = MAX_PRIORITY  # the highest priority a non-admin may set
 
     def layout(self, shares_text: str | None = None, shares_deployed: str | None = None) -> Layout:
         """The capacity in effect: shares set at run time (``shares_text``, unless a
@@ -53,13 +57,14 @@ class Settings:
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
-        FINISHED_RETENTION_DAYS, SHARES and DEFAULT_SHARE."""
+        FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS and MAX_PRIORITY."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
             raise ConfigError("TABLE_NAME is not set")
+        max_priority = parse_max_priority(env.get("MAX_PRIORITY") or str(MAX_PRIORITY))
         shares_text = env.get("SHARES", "").strip()
-        shares = parse_shares_setting(shares_text)
+        shares = parse_shares_setting(shares_text, max_priority)
         default_share = env.get("DEFAULT_SHARE", "").strip() or None
         if default_share is not None and default_share not in {s.name for s in shares}:
             valid = ", ".join(s.name for s in shares) or "no shares are configured"
@@ -71,6 +76,8 @@ class Settings:
             shares_text=shares_text,
             default_share=default_share,
             allowed_role_arns=parse_role_arns(env.get("ALLOWED_ROLE_ARNS", "")),
+            admin_principals=parse_admins(env.get("ADMIN_PRINCIPALS", "")),
+            max_priority=max_priority,
             queue_name=env.get("QUEUE_NAME") or "training-job-queue",
             policy=Policy(
                 preemption=env.get("PREEMPTION", "true").lower() != "false",
@@ -115,14 +122,37 @@ class Layout:
         return next((s for s in self.shares if s.name == name), None)
 
 
-def parse_shares_setting(text: str) -> tuple[Share, ...]:
+def parse_shares_setting(text: str, max_priority: int = MAX_PRIORITY) -> tuple[Share, ...]:
     """SHARES: a shares file's JSON, or empty for a single queue."""
     if not text:
         return ()
     try:
-        return loads_shares(text)
+        shares = loads_shares(text)
+        check_ceilings(shares, max_priority)
     except SharesError as exc:
         raise ConfigError(f"SHARES: {exc}") from exc
+    return shares
+
+
+def parse_max_priority(text: str) -> int:
+    """MAX_PRIORITY: the priority ceiling of non-admins, -9999..9999."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"MAX_PRIORITY must be a whole number, got {text!r}") from None
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise ConfigError(
+            f"MAX_PRIORITY must be from {MIN_PRIORITY} to {MAX_PRIORITY}, got {value}"
+        )
+    return value
+
+
+def parse_admins(text: str) -> tuple[str, ...]:
+    """ADMIN_PRINCIPALS: comma-separated IAM ARN patterns of the queue's admins."""
+    try:
+        return check_patterns([p.strip() for p in text.split(",") if p.strip()], "ADMIN_PRINCIPALS")
+    except PatternError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_seconds(variable: str, text: str) -> float:

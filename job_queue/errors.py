@@ -41,6 +41,13 @@ class RoleNotAllowed(QueueError):
     status = 403
 
 
+class Forbidden(QueueError):
+    """The caller may not do this (not the job's submitter, above a priority ceiling, not a
+    share's submitter, not an admin); the message names the rule."""
+
+    status = 403
+
+
 class JobNotFound(QueueError):
     status = 404
 

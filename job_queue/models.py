@@ -81,6 +81,28 @@ class Attempt:
     warm_pool: str | None = None  # started on the warm pool this SageMaker job left
 
 
+class Action(StrEnum):
+    """What someone (or the queue) did to a job, as its audit trail records it."""
+
+    SUBMITTED = "submitted"
+    PRIORITY_CHANGED = "priority-changed"
+    CANCELLED = "cancelled"
+    PREEMPTED = "preempted"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One line of a job's audit trail: what was done, when, and by whom (the caller's ARN;
+    None when the queue did it, as for a preemption, which names the preempting job)."""
+
+    at: float
+    action: Action
+    by: str | None = None
+    from_priority: int | None = None
+    to_priority: int | None = None
+    preempted_by: str | None = None
+
+
 @dataclass(frozen=True)
 class Job:
     """A queued training job: the user's CreateTrainingJob request and its place in the queue."""
@@ -104,6 +126,8 @@ class Job:
     ended_at: float | None = None
     share: str | None = None  # its quota share, when the queue has shares
     warm_pool: str | None = None  # its current attempt starts on this SageMaker job's pool
+    submitted_by: str | None = None  # the caller's IAM ARN (None: queued before it was kept)
+    history: tuple[AuditEntry, ...] = ()  # who did what, oldest first
 
     @property
     def max_runtime(self) -> float | None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
+from job_queue.access import Caller, caller_from
 from job_queue.errors import InvalidRequest, QueueError
 from job_queue.request import parse_body, parse_json
 from job_queue.scheduler import positions
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
 from job_queue.views import active_row, job_detail, pool_row, shares_view, waiting_row
+
+logger = Logger(child=True)
 
 
 def make_app(service: QueueService) -> APIGatewayRestResolver:
@@ -20,11 +24,19 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
 
     @app.exception_handler(QueueError)
     def queue_error(error: QueueError) -> Response:
+        if error.status == 403:
+            logger.warning(f"refused: {error}")
         return _json(error.status, {"message": str(error), "error": type(error).__name__})
+
+    def caller() -> Caller:
+        identity = (app.current_event.raw_event.get("requestContext") or {}).get("identity")
+        found = caller_from(identity, service.settings.admin_principals)
+        logger.append_keys(caller=found.arn)  # every log line of this request names it
+        return found
 
     @app.post("/add-job")
     def add_job():
-        submitted = service.submit(parse_body(app.current_event.body))
+        submitted = service.submit(parse_body(app.current_event.body), caller())
         body = {
             "job": job_detail(submitted.job, submitted.position, service.clock()),
             "position": submitted.position,
@@ -43,16 +55,21 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         pools = [pool_row(p, now) for p in held.idle_pools(now)]
         return _json(200, {"jobs": rows, "pools": pools, "capacity": dict(layout.capacity)})
 
+    def shares() -> Response:
+        layout, usage, waiting, held = service.shares()
+        # Who replaced the shares, while what they set is in effect (not since redeployed).
+        in_effect = held.shares_deployed == service.settings.shares_text
+        changed = (held.shares_changed_by, held.shares_changed_at) if in_effect else (None, None)
+        return _json(200, shares_view(layout, usage, waiting, *changed))
+
     @app.get("/shares")
     def list_shares():
-        layout, usage, waiting = service.shares()
-        return _json(200, shares_view(layout, usage, waiting))
+        return shares()
 
     @app.put("/shares")
     def replace_shares():
-        service.set_shares(parse_json(app.current_event.body))
-        layout, usage, waiting = service.shares()
-        return _json(200, shares_view(layout, usage, waiting))
+        service.set_shares(parse_json(app.current_event.body), caller())
+        return shares()
 
     @app.get("/jobs/<name>")
     def get_job(name: str):
@@ -61,15 +78,16 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
 
     @app.delete("/jobs/<name>")
     def cancel_job(name: str):
-        job = service.cancel(name)
+        job = service.cancel(name, caller())
         return _json(200, {"job": job_detail(job, None, service.clock())})
 
     @app.put("/jobs/<name>/priority")
     def change_priority(name: str):
+        who = caller()
         body = parse_body(app.current_event.body)
         if "priority" not in body:
             raise InvalidRequest('priority is required, e.g. {"priority": 5}')
-        job = service.set_priority(name, body["priority"])
+        job = service.set_priority(name, body["priority"], who)
         return _json(200, {"job": job_detail(job, service.position(job), service.clock())})
 
     return app

@@ -13,19 +13,20 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import lifecycle, tags, warm_pools
+from job_queue import access, lifecycle, tags, warm_pools
+from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
 from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
-from job_queue.models import Job, JobState
+from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import ActiveJob, Plan, ShareLedger, WaitingJob, make_planner
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import WarmPool
-from job_queue.share_config import SharesError, dumps_shares, parse_shares
+from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
 from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
@@ -50,7 +51,7 @@ class QueueService:
 
         service = QueueService(DynamoJobStore(dynamodb, "queue"),
                                SageMakerGateway(sagemaker, "queue"), settings)
-        submitted = service.submit(create_training_job_request)
+        submitted = service.submit(create_training_job_request, caller)
     """
 
     def __init__(
@@ -72,24 +73,30 @@ class QueueService:
 
     # -- API -------------------------------------------------------------------------------
 
-    def submit(self, request: dict) -> Submitted:
+    def submit(self, request: dict, caller: Caller) -> Submitted:
         """Queue a CreateTrainingJob request; an identical resubmission returns the job."""
         layout = self.layout()
         submission = validate_submission(request, self.settings.allowed_role_arns)
         share = admit(submission, layout)
+        access.check_submit(
+            caller, submission.priority, layout.share(share), self._ceiling(layout, share)
+        )
         queued = warm_pools.with_default_keep_alive(request, self.settings.keep_alive_seconds)
         existing = self.store.get(submission.name)
         if existing is None:
+            now = self.clock()
             job = Job(
                 name=submission.name,
                 priority=submission.priority,
                 seq=self.store.next_seq(),
                 demand=submission.demand,
                 state=JobState.PENDING,
-                submitted_at=self.clock(),
+                submitted_at=now,
                 request=queued,
                 request_hash=submission.request_hash,
                 share=share,
+                submitted_by=caller.arn,
+                history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
             )
             if self.store.add(job):
                 logger.info("job queued", extra={"job": job.name, "priority": job.priority})
@@ -125,19 +132,23 @@ class QueueService:
         partitions = [None, *(s.name for s in layout.shares)]
         return held, list(self.store.waiting(list(layout.capacity), shares=partitions)), layout
 
-    def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int]]:
-        """The shares in effect, each share's use per instance type, and its waiting jobs."""
+    def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
+        """The shares in effect, each share's use per instance type, its waiting jobs, and
+        the holders they were read from (which say who last replaced the shares)."""
         held = self.store.holders()
         layout = self.layout(held)
         usage = ShareLedger(layout.shares, [*held.jobs, *held.idle_pools(self.clock())]).usage()
         types = list(layout.capacity)
-        return layout, usage, {s.name: self.store.depth(types, s.name) for s in layout.shares}
+        waiting = {s.name: self.store.depth(types, s.name) for s in layout.shares}
+        return layout, usage, waiting, held
 
-    def set_shares(self, value: object) -> Layout:
-        """Replace the quota shares without a deployment, then schedule: a lowered limit
-        makes jobs over it reclaimable, a raised one lets waiting jobs start."""
+    def set_shares(self, value: object, caller: Caller) -> Layout:
+        """Replace the quota shares without a deployment (admins only), then schedule: a
+        lowered limit makes jobs over it reclaimable, a raised one lets waiting jobs start."""
+        access.check_admin(caller, "replace the shares")
         try:
             shares = parse_shares(value)
+            check_ceilings(shares, self.settings.max_priority)
         except SharesError as exc:
             raise InvalidRequest(str(exc)) from exc
         default = self.settings.default_share
@@ -148,7 +159,13 @@ class QueueService:
         for _ in range(_RETRIES):
             held = self.store.holders()
             try:
-                self.store.set_shares(dumps_shares(shares), self.settings.shares_text, held.version)
+                self.store.set_shares(
+                    dumps_shares(shares),
+                    self.settings.shares_text,
+                    held.version,
+                    caller.arn,
+                    self.clock(),
+                )
                 break
             except StaleState:
                 continue
@@ -158,20 +175,23 @@ class QueueService:
         self.schedule()
         return self.layout()
 
-    def cancel(self, name: str) -> Job:
-        """A pending job leaves the queue; an active one is stopped and ends cancelled."""
+    def cancel(self, name: str, caller: Caller) -> Job:
+        """A pending job leaves the queue; an active one is stopped and ends cancelled.
+        Only its submitter or an admin may cancel it."""
         for _ in range(_RETRIES):
             job = self.get(name)
+            access.check_owner(caller, name, job.submitted_by, "cancel")
             if job.state.is_finished:
                 raise JobConflict(f"job {name} already ended ({job.state}); nothing to cancel")
             if job.state == JobState.CANCELLING:
                 return job
             now = self.clock()
+            audit = AuditEntry(now, Action.CANCELLED, caller.arn)
             try:
                 if job.state.is_waiting:
-                    self.store.cancel_waiting(job, now)
+                    self.store.cancel_waiting(job, now, audit)
                 else:
-                    self.store.begin_stop(job, JobState.CANCELLING, now)
+                    self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
             except StaleState:
                 continue
             logger.info("job cancelled", extra={"job": name, "was": job.state.value})
@@ -182,17 +202,30 @@ class QueueService:
             return self.get(name)
         raise JobConflict(f"job {name} is changing state too often; try again")
 
-    def set_priority(self, name: str, value: object) -> Job:
-        """Change a pending or active job's priority and reschedule at once."""
+    def set_priority(self, name: str, value: object, caller: Caller) -> Job:
+        """Change a pending or active job's priority and reschedule at once. Only its
+        submitter or an admin may, and only an admin above the priority ceiling."""
         priority = parse_priority(value)
         for _ in range(_RETRIES):
             job = self.get(name)
+            access.check_owner(caller, name, job.submitted_by, "change the priority of")
             if job.state.is_finished or job.state == JobState.CANCELLING:
                 raise JobConflict(f"job {name} is {job.state}; its priority can no longer change")
             if job.priority == priority:
                 return job
+            access.check_priority_change(
+                caller, job.priority, priority, self._ceiling(self.layout(), job.share)
+            )
+            now = self.clock()
+            audit = AuditEntry(
+                now,
+                Action.PRIORITY_CHANGED,
+                caller.arn,
+                from_priority=job.priority,
+                to_priority=priority,
+            )
             try:
-                self.store.change_priority(job, priority, self.clock())
+                self.store.change_priority(job, priority, now, audit)
             except StaleState:
                 continue
             logger.info(
@@ -269,10 +302,6 @@ class QueueService:
             ),
         )
 
-    def _check_pool(self, pool: WarmPool) -> None:
-        found = self.sagemaker.describe(pool.name)
-        self._actions.act_on_pool(pool, lifecycle.on_pool(pool, found, self.clock()))
-
     # -- scheduling ------------------------------------------------------------------------
 
     def schedule(self) -> Plan:
@@ -311,6 +340,9 @@ class QueueService:
         return held, planner.plan()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _ceiling(self, layout: Layout, share: str | None) -> access.Ceiling:
+        return access.ceiling(self.settings.max_priority, layout.share(share))
 
     def _submitted(self, job: Job, created: bool) -> Submitted:
         return Submitted(job, self.position(job), created)

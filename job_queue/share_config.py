@@ -8,7 +8,10 @@ A JSON list of shares::
       "in_share_preemption": false}]
 
 ``borrow_limit`` (percent of the share's own limit per instance type, -1 = unlimited) is
-allowed only for ``LEND_AND_BORROW`` and defaults to -1.
+allowed only for ``LEND_AND_BORROW`` and defaults to -1. Two optional fields say who may use
+a share (:mod:`job_queue.access`): ``max_priority``, the highest priority a non-admin may
+give its jobs (at most the queue's ``MaxPriority``), and ``submitters``, the IAM ARN
+patterns of those who may submit to it (``["arn:aws:iam::123456789012:role/vision-*"]``).
 """
 
 from __future__ import annotations
@@ -17,11 +20,21 @@ import json
 import re
 from collections.abc import Sequence
 
+from job_queue.access import PatternError, check_patterns
+from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.scheduler.shares import UNLIMITED, Share, Strategy
 
 SHARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.(?:[0-9]*xlarge|large|medium|small|metal)$")
-_FIELDS = {"name", "capacity", "strategy", "borrow_limit", "in_share_preemption"}
+_FIELDS = {
+    "name",
+    "capacity",
+    "strategy",
+    "borrow_limit",
+    "in_share_preemption",
+    "max_priority",
+    "submitters",
+}
 
 
 class SharesError(ValueError):
@@ -42,6 +55,16 @@ def parse_shares(value: object) -> tuple[Share, ...]:
     if not any(count for share in shares for count in share.capacity.values()):
         raise SharesError("the shares have no capacity: every limit is 0")
     return tuple(shares)
+
+
+def check_ceilings(shares: Sequence[Share], max_priority: int) -> None:
+    """No share's ``max_priority`` is above the queue's ceiling."""
+    for share in shares:
+        if share.max_priority is not None and share.max_priority > max_priority:
+            raise SharesError(
+                f"share {share.name}: max_priority {share.max_priority} is above the queue's "
+                f"MaxPriority of {max_priority}"
+            )
 
 
 def loads_shares(text: str) -> tuple[Share, ...]:
@@ -67,6 +90,10 @@ def share_to_dict(share: Share) -> dict:
     }
     if share.borrows:
         out["borrow_limit"] = share.borrow_limit
+    if share.max_priority is not None:
+        out["max_priority"] = share.max_priority
+    if share.submitters:
+        out["submitters"] = list(share.submitters)
     return out
 
 
@@ -113,4 +140,21 @@ def _parse_share(item: object, where: str) -> Share:
     in_share = item["in_share_preemption"]
     if not isinstance(in_share, bool):
         raise SharesError(f"{where}: in_share_preemption must be true or false, got {in_share!r}")
-    return Share(name, dict(capacity), strategy, borrow_limit, in_share)
+    max_priority = item.get("max_priority")
+    if max_priority is not None and (
+        isinstance(max_priority, bool)
+        or not isinstance(max_priority, int)
+        or not MIN_PRIORITY <= max_priority <= MAX_PRIORITY
+    ):
+        raise SharesError(
+            f"{where}: max_priority must be a whole number from {MIN_PRIORITY} to "
+            f"{MAX_PRIORITY}, got {max_priority!r}"
+        )
+    submitters = item.get("submitters", [])
+    if not isinstance(submitters, list):
+        raise SharesError(f"{where}: submitters must be a list of IAM ARN patterns")
+    try:
+        submitters = check_patterns(submitters, f"{where}: submitters")
+    except PatternError as exc:
+        raise SharesError(str(exc)) from None
+    return Share(name, dict(capacity), strategy, borrow_limit, in_share, max_priority, submitters)

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 
 from job_queue.config import Layout
-from job_queue.models import Demand, Job
+from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import WarmPool
@@ -69,6 +69,8 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
         "waiting_reason": waiting_reason(job.not_before, job.last_error, now)
         if job.state.is_waiting
         else None,
+        "submitted_by": job.submitted_by,
+        "history": [history_row(entry) for entry in job.history],
         "attempts": [
             {
                 "attempt": a.number,
@@ -84,6 +86,16 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
             for a in job.attempts
         ],
     }
+
+
+def history_row(entry: AuditEntry) -> dict:
+    """One line of a job's audit trail: when, what, by whom (and the change it made)."""
+    row = {"at": iso(entry.at), "action": entry.action.value, "by": entry.by}
+    if entry.action is Action.PRIORITY_CHANGED:
+        row.update({"from": entry.from_priority, "to": entry.to_priority})
+    if entry.preempted_by is not None:
+        row["preempted_by"] = entry.preempted_by
+    return row
 
 
 def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
@@ -129,9 +141,16 @@ def pool_row(pool: WarmPool, now: float) -> dict:
     }
 
 
-def shares_view(layout: Layout, usage: list[ShareUsage], waiting: dict[str, int]) -> dict:
+def shares_view(
+    layout: Layout,
+    usage: list[ShareUsage],
+    waiting: dict[str, int],
+    changed_by: str | None = None,
+    changed_at: float | None = None,
+) -> dict:
     """GET /shares: each share's settings and, per instance type, its limit, what its jobs
-    hold, what it borrows and lends; and how many of its jobs wait."""
+    hold, what it borrows and lends; how many of its jobs wait; and who last replaced the
+    shares (None: they are as deployed)."""
     rows = []
     for share in layout.shares:
         rows.append(
@@ -151,4 +170,5 @@ def shares_view(layout: Layout, usage: list[ShareUsage], waiting: dict[str, int]
                 },
             }
         )
-    return {"shares": rows, "capacity": dict(layout.capacity)}
+    changed = {"by": changed_by, "at": iso(changed_at)} if changed_by else None
+    return {"shares": rows, "capacity": dict(layout.capacity), "changed": changed}

@@ -47,6 +47,9 @@ class Share:
     strategy: Strategy
     borrow_limit: int = UNLIMITED  # percent of the share's own limit, per instance type
     in_share_preemption: bool = False
+    # Who may use the share (job_queue.access reads these; the scheduler does not).
+    max_priority: int | None = None  # the highest priority a non-admin may give its jobs
+    submitters: tuple[str, ...] = ()  # ARN patterns of who may submit to it (empty: anyone)
 
     @property
     def lends(self) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from job_queue.models import Attempt, Job, JobState, Outcome
+from job_queue.models import Action, Attempt, AuditEntry, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store.table import job_key, waiting_key
@@ -167,8 +167,10 @@ def job_item(job: Job) -> dict:
         "first_started_at": job.first_started_at,
         "ended_at": job.ended_at,
         "warm_pool": job.warm_pool,
+        "submitted_by": job.submitted_by,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
+    item["history"] = [audit_value(entry) for entry in job.history]
     return item
 
 
@@ -190,6 +192,32 @@ def job_from_item(item: Mapping) -> Job:
         first_started_at=_optional_float(item.get("first_started_at")),
         ended_at=_optional_float(item.get("ended_at")),
         warm_pool=item.get("warm_pool"),
+        submitted_by=item.get("submitted_by"),
+        history=tuple(_audit_from(entry) for entry in item.get("history", [])),
+    )
+
+
+def audit_value(entry: AuditEntry) -> dict:
+    """An audit-trail entry as the job's item keeps it (fields that are not set left out)."""
+    value = {
+        "at": entry.at,
+        "action": entry.action.value,
+        "by": entry.by,
+        "from_priority": entry.from_priority,
+        "to_priority": entry.to_priority,
+        "preempted_by": entry.preempted_by,
+    }
+    return {k: v for k, v in value.items() if v is not None}
+
+
+def _audit_from(value: Mapping) -> AuditEntry:
+    return AuditEntry(
+        at=float(value["at"]),
+        action=Action(value["action"]),
+        by=value.get("by"),
+        from_priority=value.get("from_priority"),
+        to_priority=value.get("to_priority"),
+        preempted_by=value.get("preempted_by"),
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from botocore.exceptions import ClientError
 
 from job_queue.errors import StaleState
-from job_queue.models import Attempt, Job, JobState
+from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.scheduler import WaitingJob
 from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store import codecs, table
@@ -134,8 +134,10 @@ class DynamoJobStore(TableReads):
         now: float,
         preempted_by: str | None = None,
         pool_version: int | None = None,
+        audit: AuditEntry | None = None,
     ) -> None:
-        """running (or starting, or preempting) → preempting / cancelling.
+        """running (or starting, or preempting) → preempting / cancelling, with ``audit``
+        added to the job's trail.
 
         A preemption passes the pool version its plan saw; a cancel does not need one.
         """
@@ -146,6 +148,9 @@ class DynamoJobStore(TableReads):
             ":now": now,
         }
         expression = "SET #state = :to, updated_at = :now"
+        if audit is not None:
+            expression += ", " + table.APPEND_HISTORY
+            values.update({":audit": [codecs.audit_value(audit)], ":no_history": []})
         if preempted_by:
             expression += ", preempted_by = :by"
             values[":by"] = preempted_by
@@ -256,7 +261,7 @@ class DynamoJobStore(TableReads):
             )
         )
 
-    def cancel_waiting(self, job: Job, now: float) -> None:
+    def cancel_waiting(self, job: Job, now: float, audit: AuditEntry) -> None:
         """pending or preempted → cancelled: the job leaves the queue."""
         self._transact(
             table.set_fields(
@@ -269,16 +274,21 @@ class DynamoJobStore(TableReads):
                 },
                 "#state = :expected_state",
                 {":expected_state": job.state.value},
+                audit=codecs.audit_value(audit),
             ),
             table.delete(_waiting_key(job), "attribute_exists(pk)"),
         )
 
-    def change_priority(self, job: Job, priority: int, now: float) -> None:
+    def change_priority(self, job: Job, priority: int, now: float, audit: AuditEntry) -> None:
         """Set a waiting or active job's priority; a waiting job keeps its submission order."""
         condition = "#state = :expected_state AND priority = :old"
         expected = {":expected_state": job.state.value, ":old": job.priority}
         new_priority = table.set_fields(
-            table.job_key(job.name), {"priority": priority, "updated_at": now}, condition, expected
+            table.job_key(job.name),
+            {"priority": priority, "updated_at": now},
+            condition,
+            expected,
+            audit=codecs.audit_value(audit),
         )
         if job.state.is_waiting:
             moved = replace(job, priority=priority)
@@ -304,19 +314,25 @@ class DynamoJobStore(TableReads):
             while pending:
                 pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems")
 
-    def set_shares(self, shares_text: str, deployed: str, pool_version: int) -> None:
-        """Replace the quota shares at run time (until a deployment changes ``deployed``).
-        Bumps the pool version: a pass planned with the old shares must plan again."""
+    def set_shares(
+        self, shares_text: str, deployed: str, pool_version: int, changed_by: str, now: float
+    ) -> None:
+        """Replace the quota shares at run time (until a deployment changes ``deployed``),
+        recording who did, and when. Bumps the pool version: a pass planned with the old
+        shares must plan again."""
         self._transact(
             table.update(
                 POOL_KEY,
-                "SET shares = :shares, shares_deployed = :deployed, version = :next",
+                "SET shares = :shares, shares_deployed = :deployed, version = :next, "
+                "shares_changed_by = :by, shares_changed_at = :now",
                 "version = :version",
                 {
                     ":shares": shares_text,
                     ":deployed": deployed,
                     ":next": pool_version + 1,
                     ":version": pool_version,
+                    ":by": changed_by,
+                    ":now": now,
                 },
             )
         )

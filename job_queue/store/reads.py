@@ -34,6 +34,8 @@ class Holders:
     pools: tuple[WarmPool, ...] = ()  # warm pools, idle or being started on
     shares_text: str | None = None  # quota shares set at run time (PUT /shares)
     shares_deployed: str | None = None  # the deployed shares they replaced
+    shares_changed_by: str | None = None  # who set them, and when
+    shares_changed_at: float | None = None
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -75,6 +77,8 @@ class TableReads:
             ),
             shares_text=holders.get("shares"),
             shares_deployed=holders.get("shares_deployed"),
+            shares_changed_by=holders.get("shares_changed_by"),
+            shares_changed_at=holders.get("shares_changed_at"),
         )
 
     def _create_holders(self, exists: bool) -> None:

@@ -69,6 +69,9 @@ def waiting_key(demand: Demand, share: str | None, priority: int, seq: int) -> d
     return {"pk": queue_partition(demand, share), "sk": order_key(priority, seq)}
 
 
+# Appends ``:audit`` (a one-entry list) to a job's audit trail.
+APPEND_HISTORY = "history = list_append(if_not_exists(history, :no_history), :audit)"
+
 # -- write expressions (TransactWriteItems actions; the store adds the table name) ------------
 
 
@@ -95,11 +98,18 @@ def update(key: dict, expression: str, condition: str, values: dict, names: dict
     return {"Update": action}
 
 
-def set_fields(key, fields: dict, condition: str, expected: dict, remove=()) -> dict:
-    """Set every field of ``fields`` (and remove those in ``remove``) if ``condition``."""
+def set_fields(
+    key, fields: dict, condition: str, expected: dict, remove=(), audit: dict | None = None
+) -> dict:
+    """Set every field of ``fields`` (and remove those in ``remove``) if ``condition``;
+    with ``audit``, append it to the item's ``history``."""
     names = {f"#f{i}": name for i, name in enumerate(fields)}
     values = {f":f{i}": value for i, value in enumerate(fields.values())}
-    expression = "SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields)))
+    sets = [f"#f{i} = :f{i}" for i in range(len(fields))]
+    if audit is not None:
+        sets.append(APPEND_HISTORY)
+        values.update({":audit": [audit], ":no_history": []})
+    expression = "SET " + ", ".join(sets)
     if remove:
         expression += " REMOVE " + ", ".join(remove)
     return update(key, expression, condition, {**values, **expected}, names)

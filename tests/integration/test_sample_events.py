@@ -45,9 +45,25 @@ def test_samples_use_an_allowed_role():
     assert body["RoleArn"] == ROLE_ARN
 
 
-def test_share_samples_replace_and_list_the_shares(cloud):
+def test_api_samples_carry_their_callers_and_the_trail_records_them(make_cloud):
+    cloud = make_cloud(admins=("arn:aws:iam::123456789012:role/QueueAdmin",))
+    _invoke(cloud, "api-add-job.json")
+    _invoke(cloud, "api-change-priority.json")
+    job = json.loads(_invoke(cloud, "api-get-job.json")["body"])["job"]
+    alice = "arn:aws:sts::123456789012:assumed-role/DataScientist/alice"
+    assert job["submitted_by"] == alice
+    assert [(h["action"], h["by"]) for h in job["history"]] == [
+        ("submitted", alice),
+        ("priority-changed", alice),
+    ]
+
+
+def test_share_samples_replace_and_list_the_shares(make_cloud):
+    # The sample is signed by a session of the QueueAdmin role: an admin.
+    cloud = make_cloud(admins=("arn:aws:iam::123456789012:role/QueueAdmin",))
     replaced = _invoke(cloud, "api-replace-shares.json")
     assert replaced["statusCode"] == 200, replaced["body"]
     listed = json.loads(_invoke(cloud, "api-list-shares.json")["body"])
     assert [s["name"] for s in listed["shares"]] == ["vision", "language"]
     assert listed["capacity"] == {"ml.p5.48xlarge": 2}
+    assert listed["changed"]["by"] == "arn:aws:sts::123456789012:assumed-role/QueueAdmin/bob"

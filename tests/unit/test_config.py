@@ -33,6 +33,26 @@ def test_settings_from_the_environment():
     assert settings.policy.warm_affinity_s == 86400
 
 
+def test_admins_and_the_priority_ceiling_from_the_environment():
+    settings = Settings.from_environment(
+        _env(
+            ADMIN_PRINCIPALS="arn:aws:iam::123456789012:role/QueueAdmin, "
+            "arn:aws:iam::123456789012:user/ops-*",
+            MAX_PRIORITY="100",
+        )
+    )
+    assert settings.admin_principals == (
+        "arn:aws:iam::123456789012:role/QueueAdmin",
+        "arn:aws:iam::123456789012:user/ops-*",
+    )
+    assert settings.max_priority == 100
+
+
+def test_without_admins_nobody_is_one_and_the_ceiling_is_the_top_priority():
+    settings = Settings.from_environment(_env())
+    assert settings.admin_principals == () and settings.max_priority == 9999
+
+
 def test_defaults_preempt_at_once_and_backfill():
     policy = Settings.from_environment(_env()).policy
     assert (policy.preemption, policy.backfill, policy.min_run_s) == (True, True, 0)
@@ -51,6 +71,10 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"MIN_RUN_SECONDS": "ten"}, "MIN_RUN_SECONDS"),
         ({"MIN_RUN_SECONDS": "-5"}, "MIN_RUN_SECONDS"),
         ({"KEEP_ALIVE_SECONDS": "1.5"}, "KEEP_ALIVE_SECONDS"),
+        ({"ADMIN_PRINCIPALS": "alice"}, "ADMIN_PRINCIPALS: 'alice' is not an IAM ARN pattern"),
+        ({"ADMIN_PRINCIPALS": "arn:aws:s3:::bucket"}, "ADMIN_PRINCIPALS"),
+        ({"MAX_PRIORITY": "high"}, "MAX_PRIORITY must be a whole number"),
+        ({"MAX_PRIORITY": "10000"}, "MAX_PRIORITY must be from -9999 to 9999"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):

@@ -32,6 +32,20 @@ def test_a_shares_file_reads_and_writes_back():
     assert loads_shares(dumps_shares(shares)) == shares
 
 
+def test_who_may_use_a_share_reads_and_writes_back():
+    who = {"max_priority": 5, "submitters": ["arn:aws:iam::123456789012:role/vision-*"]}
+    (only,) = parse_shares([share(**who)])
+    assert only.max_priority == 5
+    assert only.submitters == ("arn:aws:iam::123456789012:role/vision-*",)
+    assert loads_shares(dumps_shares([only])) == (only,)
+
+
+def test_a_share_above_the_queues_max_priority_is_refused_at_cold_start():
+    shares = json.dumps([share(max_priority=50)])
+    with pytest.raises(ConfigError, match="SHARES: share A: max_priority 50 is above the queue"):
+        Settings.from_environment({**ENV, "SHARES": shares, "MAX_PRIORITY": "10"})
+
+
 def test_borrow_limit_defaults_to_unlimited():
     (only,) = parse_shares([share(strategy="LEND_AND_BORROW")])
     assert only.borrow_limit == -1 and only.borrow_cap(G5) == float("inf")
@@ -60,6 +74,10 @@ def test_borrow_limit_defaults_to_unlimited():
         ([share(weight=3)], "share A: unknown field(s) weight"),
         ([share(), share()], "share names must be unique: A"),
         ([share(capacity={G5: 0})], "the shares have no capacity"),
+        ([share(max_priority=10000)], "share A: max_priority must be a whole number from -9999"),
+        ([share(max_priority="5")], "share A: max_priority must be a whole number"),
+        ([share(submitters="arn:aws:iam::1:user/a")], "share A: submitters must be a list"),
+        ([share(submitters=["alice"])], "share A: submitters: 'alice' is not an IAM ARN pattern"),
     ],
 )
 def test_bad_shares_are_refused_naming_the_problem(value, message):

@@ -3,12 +3,13 @@
     smq status [--share S] [--json]  the queue as a table
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
-    smq shares check SHARES.json     validate a shares file (before deploying it)
+    smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N] [--share S]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
+                  [--admin PATTERN ...] [--max-priority N]
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
@@ -44,6 +45,24 @@ def _capacity(text: str) -> tuple[str, int]:
     if not itype.startswith("ml.") or not count.isdigit():
         raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
     return itype, int(count)
+
+
+def _arn_pattern(text: str) -> str:
+    from job_queue.access import PatternError, check_patterns
+
+    try:
+        return check_patterns([text], "--admin")[0]
+    except PatternError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--admin: ")) from None
+
+
+def _priority_ceiling(text: str) -> int:
+    from job_queue.config import ConfigError, parse_max_priority
+
+    try:
+        return parse_max_priority(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("MAX_PRIORITY ")) from None
 
 
 def _whole_seconds(text: str) -> int:
@@ -84,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     shares.add_argument("file", nargs="?", help="the shares file (a JSON list of shares)")
     shares.add_argument("--json", action="store_true", help="print the API's JSON")
+    shares.add_argument(
+        "--max-priority",
+        type=_priority_ceiling,
+        default=9999,
+        metavar="N",
+        help="check: the queue's MaxPriority, which no share's max_priority may exceed",
+    )
     shares.set_defaults(run=queue.shares)
 
     show = commands.add_parser("show", parents=[api], help="one job and its attempts")
@@ -160,6 +186,22 @@ def _parser() -> argparse.ArgumentParser:
         "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
     )
     local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
+    local.add_argument(
+        "--admin",
+        type=_arn_pattern,
+        action="append",
+        metavar="PATTERN",
+        help="an IAM ARN pattern of the queue's admins (repeatable; the AdminPrincipals "
+        "setting). Callers are arn:aws:iam::123456789012:user/<access key id>; without "
+        "--admin, every local caller is an admin",
+    )
+    local.add_argument(
+        "--max-priority",
+        type=_priority_ceiling,
+        default=9999,
+        metavar="N",
+        help="the highest priority a non-admin may set (the MaxPriority setting)",
+    )
     local.set_defaults(run=machine.local_api)
 
     simulate = commands.add_parser(

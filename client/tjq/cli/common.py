@@ -30,12 +30,15 @@ def read_json(path: str):
         raise QueueClientError(f"{path} is not JSON: {exc}") from None
 
 
-def read_shares(path: str):
-    """The shares of a shares file, or QueueClientError naming the file and the problem."""
-    from job_queue.share_config import SharesError, parse_shares
+def read_shares(path: str, max_priority: int = 9999):
+    """The shares of a shares file, or QueueClientError naming the file and the problem
+    (a share's max_priority above the queue's ``max_priority`` is one)."""
+    from job_queue.share_config import SharesError, check_ceilings, parse_shares
 
     try:
-        return parse_shares(read_json(path))
+        shares = parse_shares(read_json(path))
+        check_ceilings(shares, max_priority)
+        return shares
     except SharesError as exc:
         raise QueueClientError(f"{path}: {exc}") from None
 

@@ -22,7 +22,7 @@ def local_api(args) -> int:
 
     shares = ()
     if args.shares:
-        shares = read_shares(args.shares)
+        shares = read_shares(args.shares, args.max_priority)
         if args.default_share and args.default_share not in {s.name for s in shares}:
             return fail(f"--default-share {args.default_share} is not a share in {args.shares}")
     capacity = dict(args.capacity or [("ml.p5.48xlarge", 2)])
@@ -42,7 +42,9 @@ def local_api(args) -> int:
         policy=Policy(warm_affinity_s=args.warm_affinity),
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
+        max_priority=args.max_priority,
         **({"allowed_role_arns": roles} if roles else {}),
+        **({"admins": tuple(args.admin)} if args.admin else {}),
     )
     try:
         local.start()

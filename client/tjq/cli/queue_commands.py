@@ -32,7 +32,7 @@ def shares(args) -> int:
     if args.action == "check":
         from job_queue.scheduler import total_capacity
 
-        shares = read_shares(args.file)
+        shares = read_shares(args.file, args.max_priority)
         capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items())
         print(f"{args.file}: {len(shares)} shares, capacity {capacity}")
         return 0
@@ -69,6 +69,7 @@ def show(args) -> int:
             "instance_count",
             "instance_type",
             "submitted_at",
+            "submitted_by",
             "first_started_at",
             "ended_at",
             "sagemaker_job_name",
@@ -96,7 +97,21 @@ def show(args) -> int:
         ]
         headers = ("Attempt", "SageMaker job", "Started", "Ended", "Start", "Outcome", "Detail")
         print("\n" + tabulate(rows, headers=headers, disable_numparse=True))
+    if job.get("history"):
+        trail = [
+            (h["at"], h["action"], h["by"] or "the queue", _audit_detail(h)) for h in job["history"]
+        ]
+        headers = ("When", "What", "By", "Detail")
+        print("\n" + tabulate(trail, headers=headers, disable_numparse=True))
     return 0
+
+
+def _audit_detail(entry: dict) -> str:
+    if entry["action"] == "priority-changed":
+        return f"{entry['from']} -> {entry['to']}"
+    if entry.get("preempted_by"):
+        return f"for {entry['preempted_by']}"
+    return ""
 
 
 def cancel(args) -> int:

@@ -16,6 +16,7 @@ from moto.events.models import EventPattern
 from job_queue import tags
 from job_queue.config import Settings
 from job_queue.handler import SCHEDULED, Dependencies, handle
+from job_queue.models import MAX_PRIORITY
 from job_queue.sagemaker import state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
@@ -25,7 +26,38 @@ from tjq.local.iam import create_training_roles
 from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
 
 REGION = "us-east-1"
-ROLE_ARN = "arn:aws:iam::123456789012:role/SageMakerTraining"
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/SageMakerTraining"
+# Without other admins, every local user is one: on a laptop, you are the only user.
+EVERY_LOCAL_USER = f"arn:aws:iam::{ACCOUNT}:user/*"
+
+
+def local_user(access_key_id: str) -> str:
+    """The caller the local API names after a request's SigV4 access key id."""
+    return f"arn:aws:iam::{ACCOUNT}:user/{access_key_id}"
+
+
+DEFAULT_CALLER = local_user("testing")
+
+
+def api_identity(arn: str) -> dict:
+    """``requestContext.identity`` as API Gateway fills it for an IAM-signed request by
+    ``arn`` (an IAM user, or a role session ``arn:aws:sts::...:assumed-role/Role/session``);
+    an empty ``arn``: an unsigned request's."""
+    if not arn:
+        return {"sourceIp": "127.0.0.1"}
+    session = arn.split("/", 2)[-1] if ":assumed-role/" in arn else None
+    unique_id = "AROA" + uuid.uuid5(uuid.NAMESPACE_URL, arn).hex[:17].upper()
+    caller = f"{unique_id}:{session}" if session else "AIDA" + unique_id[4:]
+    return {
+        "sourceIp": "127.0.0.1",
+        "accountId": arn.split(":")[4],
+        "caller": caller,
+        "user": caller,
+        "userArn": arn,
+        "accessKey": ("ASIA" if session else "AKIA") + unique_id[4:],
+        "userAgent": "tjq-local",
+    }
 
 
 @dataclass(frozen=True)
@@ -125,6 +157,8 @@ class LocalCloud:
         warm_pool_quota: dict[str, int] | None = None,
         cold_start_seconds: float = 0.0,
         warm_start_seconds: float = 0.0,
+        admins: Sequence[str] = (EVERY_LOCAL_USER,),
+        max_priority: int = MAX_PRIORITY,
     ) -> None:
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
@@ -142,6 +176,8 @@ class LocalCloud:
             queue_name=queue_name,
             policy=policy or Policy(),
             keep_alive_seconds=keep_alive_seconds,
+            admin_principals=tuple(admins),
+            max_priority=max_priority,
         )
         # Only jobs over the queue's capacity would hit these limits: the queue must not.
         # Unless told otherwise, the account may keep its whole capacity in warm pools.
@@ -199,15 +235,27 @@ class LocalCloud:
 
     # -- what users and AWS do --------------------------------------------------------------
 
-    def api(self, method: str, path: str, body: dict | str | None = None) -> tuple[int, dict]:
-        """Call the private API as API Gateway would invoke the Lambda."""
+    def api(
+        self,
+        method: str,
+        path: str,
+        body: dict | str | None = None,
+        caller: str = DEFAULT_CALLER,
+    ) -> tuple[int, dict]:
+        """Call the private API as API Gateway would invoke the Lambda, signed by ``caller``
+        (an IAM user or role session ARN)."""
         if body is not None and not isinstance(body, str):
             body = json.dumps(body)
-        response = self.invoke_api(method, path, body)
+        response = self.invoke_api(method, path, body, caller=caller)
         return response["statusCode"], json.loads(response["body"] or "null")
 
     def invoke_api(
-        self, method: str, path: str, body: str | None, headers: dict | None = None
+        self,
+        method: str,
+        path: str,
+        body: str | None,
+        headers: dict | None = None,
+        caller: str = DEFAULT_CALLER,
     ) -> dict:
         """The Lambda's proxy response to an API Gateway REST event for ``path``."""
         event = {
@@ -223,7 +271,7 @@ class LocalCloud:
                 "path": f"/prod{path}",
                 "stage": "prod",
                 "requestId": str(uuid.uuid4()),
-                "identity": {"sourceIp": "127.0.0.1"},
+                "identity": api_identity(caller),
             },
             "body": body,
             "isBase64Encoded": False,

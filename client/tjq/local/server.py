@@ -20,13 +20,14 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from tjq.local.cloud import REGION, LocalCloud
+from tjq.local.cloud import REGION, LocalCloud, local_user
 from tjq.local.iam import is_simulation, simulate_principal_policy
 
 STAGE = "/prod"
@@ -151,6 +152,16 @@ class LocalApi:
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
+_CREDENTIAL = re.compile(r"^AWS4-HMAC-SHA256 .*Credential=(?P<key>[^/,\s]+)/")
+
+
+def signed_by(authorization: str) -> str | None:
+    """The access key id of a SigV4 ``Authorization`` header (None: not signed). The local
+    API checks no signature: it only names the caller after the key."""
+    found = _CREDENTIAL.match(authorization)
+    return found["key"] if found else None
+
+
 def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
     class QueueApiHandler(_QuietHandler):
         def _route(self) -> None:
@@ -158,7 +169,8 @@ def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
             if not path.startswith(STAGE + "/"):
                 return self._reply(404, {"message": f"no such path; the API lives under {STAGE}"})
             # API Gateway with AWS_IAM auth refuses unsigned requests before the Lambda.
-            if not self.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256"):
+            access_key = signed_by(self.headers.get("Authorization", ""))
+            if access_key is None:
                 return self._reply(403, {"message": "Missing Authentication Token"})
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode() if length else None
@@ -167,6 +179,7 @@ def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
                 path[len(STAGE) :],
                 body,
                 {k.lower(): v for k, v in self.headers.items()},
+                caller=local_user(access_key),
             )
             self._reply(response["statusCode"], response.get("body") or "")
 
