@@ -41,6 +41,19 @@ class Settings:
     default_share: str | None = None  # the share of jobs that name none
     admin_principals: tuple[str, ...] = ()  # ARN patterns of the queue's admins
     max_priority: int = MAX_PRIORITY  # the highest priority a non-admin may set
+    # The types the template's IAM policy and outside-jobs rule cover (empty: not checked).
+    capped_instance_types: frozenset[str] = frozenset()
+
+    def check_capped(self, capacity: Mapping[str, int], where: str) -> None:
+        """Every type of ``capacity`` is one the deployment caps (CappedInstanceTypes):
+        otherwise jobs started around the queue on it would go unseen."""
+        missing = sorted(set(capacity) - self.capped_instance_types)
+        if self.capped_instance_types and missing:
+            raise ConfigError(
+                f"{where}: {', '.join(missing)} not in CappedInstanceTypes "
+                f"({', '.join(sorted(self.capped_instance_types))}); add it to the parameter "
+                "and redeploy, so that jobs started around the queue on it are seen"
+            )
 
     def layout(self, shares_text: str | None = None, shares_deployed: str | None = None) -> Layout:
         """The capacity in effect: shares set at run time (``shares_text``, unless a
@@ -57,7 +70,8 @@ class Settings:
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
-        FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS and MAX_PRIORITY."""
+        FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY and
+        CAPPED_INSTANCE_TYPES."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -69,7 +83,7 @@ class Settings:
         if default_share is not None and default_share not in {s.name for s in shares}:
             valid = ", ".join(s.name for s in shares) or "no shares are configured"
             raise ConfigError(f"DEFAULT_SHARE: {default_share!r} is not a share ({valid})")
-        return cls(
+        settings = cls(
             table_name=table_name,
             capacity=total_capacity(shares) if shares else parse_capacity(env.get("CAPACITY", "")),
             shares=shares,
@@ -91,7 +105,12 @@ class Settings:
             keep_alive_seconds=int(
                 parse_seconds("KEEP_ALIVE_SECONDS", env.get("KEEP_ALIVE_SECONDS") or "0")
             ),
+            capped_instance_types=frozenset(
+                t.strip() for t in env.get("CAPPED_INSTANCE_TYPES", "").split(",") if t.strip()
+            ),
         )
+        settings.check_capped(settings.capacity, "SHARES" if shares else "CAPACITY")
+        return settings
 
 
 def parse_capacity(text: str) -> dict[str, int]:

@@ -105,6 +105,12 @@ def _emit_metrics(service: QueueService) -> None:
         metrics.add_metric(f"InstancesInUse.{itype}", MetricUnit.Count, count)
     for itype, count in report.warm_pool_instances.items():
         metrics.add_metric(f"WarmPoolInstances.{itype}", MetricUnit.Count, count)
+    if report.outside_instances:
+        # The alarm watches the total: instances of capped types the queue did not start.
+        total = sum(report.outside_instances.values())
+        metrics.add_metric("InstancesOutsideQueue", MetricUnit.Count, total)
+        for itype, count in report.outside_instances.items():
+            metrics.add_metric(f"InstancesOutsideQueue.{itype}", MetricUnit.Count, count)
     if report.queue_depth is not None:
         metrics.add_metric("QueueDepth", MetricUnit.Count, report.queue_depth)
     for usage in report.share_usage:

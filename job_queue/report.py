@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from job_queue.config import Layout
 from job_queue.scheduler import ActiveJob, ShareLedger
 from job_queue.scheduler.shares import ShareUsage
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 
 
 @dataclass
@@ -23,15 +23,21 @@ class Report:
     queue_depth: int | None = None
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
+    outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
 
     def record_usage(
-        self, jobs: Iterable[ActiveJob], pools: Iterable[WarmPool], layout: Layout
+        self,
+        jobs: Iterable[ActiveJob],
+        pools: Iterable[WarmPool],
+        layout: Layout,
+        outside: Iterable[OutsideJob] = (),
     ) -> None:
-        """The instances held per type — by jobs and idle warm pools — (and per share) as a
-        pass found them."""
+        """The instances held per type — by jobs and idle warm pools, and by jobs started
+        outside the queue — (and per share) as a pass found them."""
         jobs, pools = list(jobs), list(pools)
         self.instances_in_use = _per_type([*jobs, *pools], layout)
         self.warm_pool_instances = _per_type(pools, layout)
+        self.outside_instances = _per_type(outside, layout)
         if layout.shares:
             self.share_usage = ShareLedger(layout.shares, [*jobs, *pools]).usage()
 

@@ -13,7 +13,14 @@ from job_queue.request import parse_body, parse_json
 from job_queue.scheduler import positions
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
-from job_queue.views import active_row, job_detail, pool_row, shares_view, waiting_row
+from job_queue.views import (
+    active_row,
+    job_detail,
+    outside_row,
+    pool_row,
+    shares_view,
+    waiting_row,
+)
 
 logger = Logger(child=True)
 
@@ -53,7 +60,9 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
         rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
         pools = [pool_row(p, now) for p in held.idle_pools(now)]
-        return _json(200, {"jobs": rows, "pools": pools, "capacity": dict(layout.capacity)})
+        outside = [outside_row(j, now) for j in held.outside]
+        capacity = dict(layout.capacity)
+        return _json(200, {"jobs": rows, "pools": pools, "outside": outside, "capacity": capacity})
 
     def shares() -> Response:
         layout, usage, waiting, held = service.shares()

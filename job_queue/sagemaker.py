@@ -239,6 +239,25 @@ def _error(exc: ClientError) -> tuple[str, str]:
     return error.get("Code", ""), error.get("Message", "")
 
 
+def outside_pattern(instance_types: list) -> dict:
+    """The EventBridge pattern of the template's second rule: jobs no queue started, on the
+    capped ``instance_types`` (one type, or an instance group of one), whenever their status
+    changes — they hold instances from InProgress until they end."""
+    return {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {
+            "TrainingJobStatus": [SageMakerStatus.IN_PROGRESS.value]
+            + [status.value for status in SageMakerStatus if status.ended],
+            "Tags": {tags.QUEUE: [{"exists": False}]},
+            "$or": [
+                {"ResourceConfig": {"InstanceType": instance_types}},
+                {"ResourceConfig": {"InstanceGroups": {"InstanceType": instance_types}}},
+            ],
+        },
+    }
+
+
 def state_change_pattern(queue_name: str) -> dict:
     """The EventBridge pattern the template deploys: this queue's jobs, once they end."""
     return {

@@ -13,19 +13,26 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, lifecycle, tags, warm_pools
+from job_queue import access, lifecycle, outside, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
-from job_queue.config import Layout, Settings
+from job_queue.config import ConfigError, Layout, Settings
 from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
-from job_queue.scheduler import ActiveJob, Plan, ShareLedger, WaitingJob, make_planner
+from job_queue.scheduler import (
+    ActiveJob,
+    Plan,
+    ShareLedger,
+    WaitingJob,
+    make_planner,
+    total_capacity,
+)
 from job_queue.scheduler.shares import ShareUsage
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
 from job_queue.store import DynamoJobStore, Holders
 
@@ -149,7 +156,8 @@ class QueueService:
         try:
             shares = parse_shares(value)
             check_ceilings(shares, self.settings.max_priority)
-        except SharesError as exc:
+            self.settings.check_capped(total_capacity(shares), "shares")
+        except (SharesError, ConfigError) as exc:
             raise InvalidRequest(str(exc)) from exc
         default = self.settings.default_share
         if default is not None and default not in {s.name for s in shares}:
@@ -242,9 +250,13 @@ class QueueService:
         change nothing. A job that may have left a warm pool is described first; if SageMaker
         does not answer, the event fails and is retried (the sweep repairs it anyway)."""
         sagemaker_name = detail.get("TrainingJobName")
-        name = tags.queued_job(detail.get("Tags") or {}, self.settings.queue_name)
+        event_tags = detail.get("Tags") or {}
+        name = tags.queued_job(event_tags, self.settings.queue_name)
         if name is None:
-            logger.debug("event for a job this queue did not start", extra={"job": sagemaker_name})
+            if outside.is_outside(event_tags):
+                self._on_outside(detail)
+            else:
+                logger.debug("event for another queue's job", extra={"job": sagemaker_name})
             return
         status = SageMakerStatus.parse(detail.get("TrainingJobStatus"))
         reason = detail.get("FailureReason")
@@ -260,14 +272,40 @@ class QueueService:
         )
         self.schedule()
 
+    def _on_outside(self, detail: dict) -> None:
+        """A job no queue started, on the capped types: hold or free its instances."""
+        layout = self.layout()
+        decision = outside.on_event(detail, layout.capacity, self.clock())
+        if isinstance(decision, outside.Hold):
+            if self.store.hold_outside(decision.job):
+                counted = ", ".join(f"{n} x {t}" for t, n in decision.job.demand.items())
+                logger.warning(
+                    f"a job started outside the queue holds {counted}",
+                    extra={"sagemaker_job": decision.job.name},
+                )
+        elif isinstance(decision, outside.Forget):
+            self._forget_outside(decision)
+
+    def _forget_outside(self, decision: outside.Forget) -> None:
+        if self.store.forget_outside(decision.name):
+            logger.info(
+                f"a job started outside the queue ended: {decision.why}",
+                extra={"sagemaker_job": decision.name},
+            )
+            self.schedule()
+
     def reconcile(self) -> None:
-        """Repair drift (a missed event, an interrupted start or stop, a warm pool that ended)
-        from DescribeTrainingJob on the jobs and pools the table says hold instances, then
-        schedule."""
+        """Repair drift (a missed event, an interrupted start or stop, a warm pool that ended,
+        an outside job that ended) from DescribeTrainingJob on everything the table says
+        holds instances, then schedule."""
         held = self.store.holders()
-        for holder in [*held.jobs, *held.pools]:
+        for holder in [*held.jobs, *held.pools, *held.outside]:
             try:
-                if isinstance(holder, WarmPool):
+                if isinstance(holder, OutsideJob):
+                    found = self.sagemaker.describe(holder.name)
+                    if forget := outside.on_description(holder, found):
+                        self._forget_outside(forget)
+                elif isinstance(holder, WarmPool):
                     found = self.sagemaker.describe(holder.name)
                     self._actions.act_on_pool(
                         holder, lifecycle.on_pool(holder, found, self.clock())
@@ -277,7 +315,7 @@ class QueueService:
             except (StaleState, SageMakerError) as exc:
                 # Another invocation moved it on, or SageMaker refused for now: the next
                 # sweep looks again. One holder must not stop the sweep for the others.
-                name = holder.job if isinstance(holder, WarmPool) else holder.name
+                name = getattr(holder, "job", None) or holder.name
                 logger.warning(f"could not check now: {exc}", extra={"job": name})
         layout = self.layout(held)
         self.report.queue_depth = self.store.depth(list(layout.capacity))
@@ -326,9 +364,15 @@ class QueueService:
         layout = self.layout(held)
         now = self.clock()
         pools = held.idle_pools(now)
-        self.report.record_usage(held.jobs, pools, layout)
+        self.report.record_usage(held.jobs, pools, layout, held.outside)
         planner = make_planner(
-            held.jobs, layout.capacity, now, self.settings.policy, layout.shares, pools
+            held.jobs,
+            layout.capacity,
+            now,
+            self.settings.policy,
+            layout.shares,
+            pools,
+            held.outside,
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.

@@ -9,7 +9,7 @@ from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.shares import ShareUsage
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import share_to_dict
 
 
@@ -138,6 +138,16 @@ def pool_row(pool: WarmPool, now: float) -> dict:
         "available_since": iso(pool.since),
         "expires_at": iso(pool.expires_at),
         "expires_in_seconds": max(0.0, round(pool.expires_at - now, 1)),
+    }
+
+
+def outside_row(job: OutsideJob, now: float) -> dict:
+    """A job on a capped type the queue did not start, as GET /jobs lists it."""
+    return {
+        "sagemaker_job_name": job.name,
+        **_instances(job.demand),
+        "since": iso(job.since),
+        "running_seconds": round(now - job.since, 1),
     }
 
 

@@ -45,6 +45,17 @@ def pool_lines(pools: list[dict]) -> list[str]:
     ]
 
 
+def outside_lines(outside: list[dict]) -> list[str]:
+    """Jobs on capped types the queue did not start (GET /jobs), a line each: they hold
+    instances the queue cannot use until they end."""
+    return [
+        f"outside the queue: {j['sagemaker_job_name']}, "
+        + ", ".join(f"{n} x {t}" for t, n in j["instances"].items())
+        + f" (for {duration(j['running_seconds'])})"
+        for j in outside
+    ]
+
+
 def shares_table(shares: list[dict]) -> str:
     """Rows of GET /shares: per share and instance type, what it may hold and holds."""
     if not shares:

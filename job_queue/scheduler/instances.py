@@ -7,16 +7,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from job_queue.models import Demand
-from job_queue.scheduler.snapshot import ActiveJob, WarmPool
+from job_queue.scheduler.snapshot import ActiveJob, OutsideJob, WarmPool
 
 
 def free_and_releasing(
-    capacity: Mapping[str, int], active: Iterable[ActiveJob], pools: Iterable[WarmPool] = ()
+    capacity: Mapping[str, int],
+    active: Iterable[ActiveJob],
+    pools: Iterable[WarmPool] = (),
+    outside: Iterable[OutsideJob] = (),
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """Instances free now and instances stopping jobs are about to free, per type."""
+    """Instances free now and instances stopping jobs are about to free, per type; jobs
+    started outside the queue hold theirs until they end."""
     free = dict(capacity)
     releasing = dict.fromkeys(capacity, 0)
-    for pool in pools:
+    for pool in [*pools, *outside]:
         for itype, count in pool.demand.items():
             if itype in free:
                 free[itype] -= count

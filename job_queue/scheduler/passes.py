@@ -14,7 +14,14 @@ from typing import Protocol
 from job_queue.scheduler.planner import DEFAULT_POLICY, Planner
 from job_queue.scheduler.share_planner import SharePlanner
 from job_queue.scheduler.shares import Share
-from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, WaitingJob, WarmPool
+from job_queue.scheduler.snapshot import (
+    ActiveJob,
+    OutsideJob,
+    Plan,
+    Policy,
+    WaitingJob,
+    WarmPool,
+)
 
 
 class SchedulingPass(Protocol):
@@ -51,12 +58,14 @@ def make_planner(
     policy: Policy = DEFAULT_POLICY,
     shares: Sequence[Share] = (),
     pools: Iterable[WarmPool] = (),
+    outside: Iterable[OutsideJob] = (),
 ) -> SchedulingPass:
     """The single queue's :class:`Planner`, or with quota shares a :class:`SharePlanner`
-    (whose capacity is the sum of the shares' limits); ``pools`` the idle warm pools."""
+    (whose capacity is the sum of the shares' limits); ``pools`` the idle warm pools,
+    ``outside`` the jobs on capped types the queue did not start."""
     if shares:
-        return SharePlanner(active, shares, now, policy, pools)
-    return Planner(active, capacity, now, policy, pools)
+        return SharePlanner(active, shares, now, policy, pools, outside)
+    return Planner(active, capacity, now, policy, pools, outside)
 
 
 def plan(
@@ -67,9 +76,10 @@ def plan(
     policy: Policy = DEFAULT_POLICY,
     shares: Sequence[Share] = (),
     pools: Iterable[WarmPool] = (),
+    outside: Iterable[OutsideJob] = (),
 ) -> Plan:
     """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
-    planner = make_planner(active, capacity, now, policy, shares, pools)
+    planner = make_planner(active, capacity, now, policy, shares, pools, outside)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:

@@ -41,6 +41,7 @@ from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.pools import IdlePools, pools_to_release
 from job_queue.scheduler.snapshot import (
     ActiveJob,
+    OutsideJob,
     Plan,
     Policy,
     Preemption,
@@ -75,13 +76,16 @@ class Planner:
         now: float,
         policy: Policy = DEFAULT_POLICY,
         pools: Iterable[WarmPool] = (),
+        outside: Iterable[OutsideJob] = (),
     ) -> None:
         self._capacity = dict(capacity)
         self._now = now
         self._policy = policy
         active = list(active)
         self._pools = IdlePools(pools, now)
-        self._free, self._releasing = free_and_releasing(self._capacity, active, self._pools.held)
+        self._free, self._releasing = free_and_releasing(
+            self._capacity, active, self._pools.held, outside
+        )
         self._running = [job for job in active if job.state is JobState.RUNNING]
         self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
         self._held_types: set[str] = set()  # closed: no later job of these types starts

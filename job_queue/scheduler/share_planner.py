@@ -38,6 +38,7 @@ from job_queue.scheduler.pools import IdlePools
 from job_queue.scheduler.shares import LedgerRoom, Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import (
     ActiveJob,
+    OutsideJob,
     Plan,
     Policy,
     Preemption,
@@ -66,6 +67,7 @@ class SharePlanner:
         now: float,
         policy: Policy,
         pools: Iterable[WarmPool] = (),
+        outside: Iterable[OutsideJob] = (),
     ) -> None:
         active = list(active)
         self._now = now
@@ -73,7 +75,9 @@ class SharePlanner:
         self._shares = {share.name: share for share in shares}
         self._capacity = total_capacity(shares)
         self._pools = IdlePools(pools, now)
-        self._free, self._releasing = free_and_releasing(self._capacity, active, self._pools.held)
+        self._free, self._releasing = free_and_releasing(
+            self._capacity, active, self._pools.held, outside
+        )
         # Shares are counted as they will be once the stops under way finish, so that the
         # job a stop was for finds its room again next pass and waits for the stop instead
         # of preempting more.

@@ -72,6 +72,16 @@ class ActiveJob:
 
 
 @dataclass(frozen=True)
+class OutsideJob:
+    """A SageMaker training job on the queue's capped types that the queue did not start (a
+    script, the console): its instances are held until it ends, and it is never preempted."""
+
+    name: str  # the SageMaker job's name
+    demand: Demand  # its instances of the capped types
+    since: float
+
+
+@dataclass(frozen=True)
 class WarmPool:
     """Instances SageMaker keeps after a job's attempt ended (a managed warm pool): held,
     idle, until a job of the same configuration starts on them, the queue releases them, or

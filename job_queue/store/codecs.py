@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store.table import job_key, waiting_key
 
 # -- what every item says of a job's place ----------------------------------------------------
@@ -140,6 +140,22 @@ def warm_pool_from_entry(name: str, entry: Mapping) -> WarmPool:
         share=entry.get("share"),
         claimed_by=entry.get("claimed_by"),
         claimed_at=_optional_float(entry.get("claimed_at")),
+    )
+
+
+# -- jobs started outside the queue ------------------------------------------------------------
+
+
+def outside_entry(job: OutsideJob) -> dict:
+    """An outside job's entry in the holders item (keyed by its SageMaker name)."""
+    return {"demand": dict(job.demand), "since": job.since}
+
+
+def outside_from_entry(name: str, entry: Mapping) -> OutsideJob:
+    return OutsideJob(
+        name=name,
+        demand={itype: int(count) for itype, count in entry["demand"].items()},
+        since=float(entry["since"]),
     )
 
 

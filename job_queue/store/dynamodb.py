@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from job_queue.errors import StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.scheduler import WaitingJob
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.reads import Holders, TableReads, _code
 from job_queue.store.table import POOL_KEY, TTL_ATTRIBUTE
@@ -260,6 +260,42 @@ class DynamoJobStore(TableReads):
                 {"#pool": pool.name},
             )
         )
+
+    # -- jobs started outside the queue -------------------------------------------------------
+
+    def hold_outside(self, job: OutsideJob) -> bool:
+        """Count a job the queue did not start as holding its instances (False: it already
+        is). A version bump: a plan that did not count them is stale."""
+        try:
+            self._transact(
+                table.update(
+                    POOL_KEY,
+                    "SET outside.#job = :entry, version = version + :one",
+                    "attribute_not_exists(outside.#job)",
+                    {":entry": codecs.outside_entry(job), ":one": 1},
+                    {"#job": job.name},
+                )
+            )
+        except StaleState:
+            return False
+        return True
+
+    def forget_outside(self, name: str) -> bool:
+        """An outside job ended: its instances are free (False: it was not held). No version
+        bump: a pass that still counts them only starts less."""
+        try:
+            self._transact(
+                table.update(
+                    POOL_KEY,
+                    "REMOVE outside.#job",
+                    "attribute_exists(outside.#job)",
+                    {},
+                    {"#job": name},
+                )
+            )
+        except StaleState:
+            return False
+        return True
 
     def cancel_waiting(self, job: Job, now: float, audit: AuditEntry) -> None:
         """pending or preempted → cancelled: the job leaves the queue."""

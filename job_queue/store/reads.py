@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from job_queue.models import Job
 from job_queue.scheduler import ActiveJob, WaitingJob
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
 
@@ -32,6 +32,7 @@ class Holders:
     jobs: tuple[ActiveJob, ...]
     attempt_names: Mapping[str, str]
     pools: tuple[WarmPool, ...] = ()  # warm pools, idle or being started on
+    outside: tuple[OutsideJob, ...] = ()  # jobs on capped types the queue did not start
     shares_text: str | None = None  # quota shares set at run time (PUT /shares)
     shares_deployed: str | None = None  # the deployed shares they replaced
     shares_changed_by: str | None = None  # who set them, and when
@@ -63,7 +64,7 @@ class TableReads:
         item = self._db.get_item(
             TableName=self._table, Key=table.ser(POOL_KEY), ConsistentRead=True
         ).get("Item")
-        if item is None or "pools" not in item:
+        if item is None or "outside" not in item:
             self._create_holders(exists=item is not None)
             return self.holders()
         holders = table.de(item)
@@ -75,6 +76,9 @@ class TableReads:
             pools=tuple(
                 codecs.warm_pool_from_entry(n, e) for n, e in sorted(holders["pools"].items())
             ),
+            outside=tuple(
+                codecs.outside_from_entry(n, e) for n, e in sorted(holders["outside"].items())
+            ),
             shares_text=holders.get("shares"),
             shares_deployed=holders.get("shares_deployed"),
             shares_changed_by=holders.get("shares_changed_by"),
@@ -82,20 +86,22 @@ class TableReads:
         )
 
     def _create_holders(self, exists: bool) -> None:
-        """The holders item, empty; or, in a table from before warm pools, its pools map."""
+        """The holders item, empty; or, in a table from before warm pools or outside jobs,
+        the maps it lacks."""
         try:
             if exists:
                 self._db.update_item(
                     TableName=self._table,
                     Key=table.ser(POOL_KEY),
-                    UpdateExpression="SET pools = :none",
-                    ConditionExpression="attribute_not_exists(pools)",
+                    UpdateExpression="SET pools = if_not_exists(pools, :none), outside = :none",
+                    ConditionExpression="attribute_not_exists(outside)",
                     ExpressionAttributeValues=table.ser({":none": {}}),
                 )
             else:
+                empty = {"version": 0, "active": {}, "pools": {}, "outside": {}}
                 self._db.put_item(
                     TableName=self._table,
-                    Item=table.ser({**POOL_KEY, "version": 0, "active": {}, "pools": {}}),
+                    Item=table.ser({**POOL_KEY, **empty}),
                     ConditionExpression="attribute_not_exists(pk)",
                 )
         except ClientError as exc:

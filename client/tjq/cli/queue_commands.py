@@ -15,12 +15,14 @@ def status(args) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
-    from tjq.table import pool_lines, queue_table
+    from tjq.table import outside_lines, pool_lines, queue_table
 
     print(queue_table(answer["jobs"]))
     pools = [p for p in answer.get("pools", []) if not args.share or p.get("share") == args.share]
     if pools:
         print("\n" + "\n".join(pool_lines(pools)))
+    if answer.get("outside"):
+        print("\n" + "\n".join(outside_lines(answer["outside"])))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     print(f"\ncapacity: {capacity}")
     return 0

@@ -17,7 +17,7 @@ from job_queue import tags
 from job_queue.config import Settings
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.models import MAX_PRIORITY
-from job_queue.sagemaker import state_change_pattern
+from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
@@ -191,7 +191,11 @@ class LocalCloud:
             cold_start_seconds=cold_start_seconds,
             warm_start_seconds=warm_start_seconds,
         )
-        self._rule = EventPattern.load(json.dumps(state_change_pattern(queue_name)))
+        # The template's two rules: this queue's jobs, and jobs no queue started on its types.
+        self._rules = [
+            EventPattern.load(json.dumps(state_change_pattern(queue_name))),
+            EventPattern.load(json.dumps(outside_pattern(sorted(capacity)))),
+        ]
         self._mock = None if endpoint_url else mock_aws()
         self._lost_events = 0
         self.delivered: list[dict] = []
@@ -309,7 +313,7 @@ class LocalCloud:
         """Invoke the handler with every queued SageMaker event the rule matches."""
         while self.sagemaker.events:
             event = self.sagemaker.events.popleft()
-            if not self._rule.matches_event(event):
+            if not any(rule.matches_event(event) for rule in self._rules):
                 continue
             if self._lost_events:
                 self._lost_events -= 1
