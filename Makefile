@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 # The SDK tests run under both SageMaker SDKs: .venv has the current one (v3), this one v2.
 SDK2_VENV := .venv-sdk2
 SDK2_BIN := $(SDK2_VENV)/bin
+# The IaC scanner, in a virtualenv of its own: checkov pins its own versions of boto3 and
+# others, which need not agree with the SageMaker SDK's.
+SCAN_VENV := .venv-checkov
+SCAN_BIN := $(SCAN_VENV)/bin
+CHECKOV := checkov>=3.2,<4
 
 .PHONY: install venvs demo test lint bench clean build-QueueFunction
 
@@ -23,11 +28,17 @@ $(SDK2_BIN)/.installed: pyproject.toml
 	$(SDK2_BIN)/$(PIP_INSTALL) -e '.[local,sagemaker,test]' 'sagemaker<3'
 	touch $@
 
+$(SCAN_BIN)/.installed: Makefile
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_BIN)/$(PIP_INSTALL) --upgrade pip
+	$(SCAN_BIN)/$(PIP_INSTALL) '$(CHECKOV)'
+	touch $@
+
 install: $(BIN)/.installed
 
-# Both virtualenvs, built side by side (on 2 cores, the installs take half the time).
+# The virtualenvs, built side by side (on 2 cores, the installs take half the time).
 venvs:
-	$(MAKE) --no-print-directory -j2 $(BIN)/.installed $(SDK2_BIN)/.installed
+	$(MAKE) --no-print-directory -j2 $(BIN)/.installed $(SDK2_BIN)/.installed $(SCAN_BIN)/.installed
 
 demo: install
 	$(BIN)/python -m tjq.demo
@@ -52,12 +63,17 @@ bench: install
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(SDK2_VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(SDK2_VENV) $(SCAN_VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info
 
 # Called by `sam build` (Metadata: BuildMethod: makefile): the Lambda package and its
-# one runtime dependency; boto3 comes with the Lambda runtime.
+# one runtime dependency; boto3 comes with the Lambda runtime. The dependency is installed
+# for the Lambda's runtime (Python 3.12 on arm64), whatever python3 runs the build, and
+# nothing is byte-compiled: the runtime compiles what it imports.
+LAMBDA_PLATFORM := --platform manylinux2014_aarch64 --implementation cp --python-version 3.12 \
+	--only-binary=:all:
 build-QueueFunction:
 	mkdir -p "$(ARTIFACTS_DIR)"
 	cp -R job_queue "$(ARTIFACTS_DIR)/"
 	find "$(ARTIFACTS_DIR)" -name __pycache__ -prune -exec rm -rf {} +
-	$(PYTHON) -m pip install --quiet -r job_queue/requirements.txt -t "$(ARTIFACTS_DIR)"
+	$(PYTHON) -m pip install --quiet --no-compile $(LAMBDA_PLATFORM) \
+		-r job_queue/requirements.txt -t "$(ARTIFACTS_DIR)"

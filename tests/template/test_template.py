@@ -14,7 +14,7 @@ from samtranslator.translator.translator import Translator
 
 from job_queue import tags
 from job_queue.config import Settings
-from job_queue.sagemaker import state_change_pattern
+from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 
@@ -94,16 +94,67 @@ def test_every_route_requires_sigv4(translated):
     assert auth["x-amazon-apigateway-authtype"] == "awsSigv4"
 
 
-def test_state_change_rule_matches_only_this_queues_ended_jobs(translated):
+def _event_rules(translated) -> list[dict]:
     rules = [r for r in translated["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
-    (rule,) = [r for r in rules if "EventPattern" in r["Properties"]]
-    pattern = rule["Properties"]["EventPattern"]
+    return [r["Properties"] for r in rules if "EventPattern" in r["Properties"]]
+
+
+def test_state_change_rule_matches_only_this_queues_ended_jobs(translated):
     expected = state_change_pattern("STACK")
     expected["detail"]["Tags"][tags.QUEUE] = [{"Ref": "AWS::StackName"}]
-    assert pattern == expected
-    target = rule["Properties"]["Targets"][0]
+    (rule,) = [r for r in _event_rules(translated) if r["EventPattern"] == expected]
+    target = rule["Targets"][0]
     assert target["DeadLetterConfig"]["Arn"] == {"Fn::GetAtt": ["FailedEventsQueue", "Arn"]}
     assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+
+
+def test_outside_rule_matches_jobs_no_queue_started_on_the_capped_types(translated):
+    expected = outside_pattern({"Ref": "CappedInstanceTypes"})
+    (rule,) = [r for r in _event_rules(translated) if r["EventPattern"] == expected]
+    assert rule["Targets"][0]["DeadLetterConfig"]["Arn"] == {
+        "Fn::GetAtt": ["FailedEventsQueue", "Arn"]
+    }
+
+
+def test_queue_users_policy_denies_capped_types_outside_the_queue(template):
+    policy = template["Resources"]["QueueUserPolicy"]
+    assert policy["Type"] == "AWS::IAM::ManagedPolicy"
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    invoke = statements["CallTheQueue"]
+    assert (invoke["Effect"], invoke["Action"]) == ("Allow", "execute-api:Invoke")
+    assert "${QueueApi}/prod/*" in invoke["Resource"]["Fn::Sub"]
+    deny = statements["CappedTypesOnlyThroughTheQueue"]
+    assert (deny["Effect"], deny["Action"]) == ("Deny", "sagemaker:CreateTrainingJob")
+    assert deny["Condition"] == {
+        "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": {"Ref": "CappedInstanceTypes"}}
+    }
+    assert template["Outputs"]["QueueUserPolicy"]["Value"] == {"Ref": "QueueUserPolicy"}
+
+
+def test_api_access_logs_name_the_caller(translated):
+    (stage,) = [
+        r["Properties"]
+        for r in translated["Resources"].values()
+        if r["Type"] == "AWS::ApiGateway::Stage"
+    ]
+    logging = stage["AccessLogSetting"]
+    assert logging["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogs", "Arn"]}
+    fields = json.loads(logging["Format"])
+    assert fields["caller"] == "$context.identity.userArn"
+    assert {"requestId", "path", "method", "status"} <= set(fields)
+    assert stage["TracingEnabled"] is True
+
+
+def test_outside_jobs_alarm_watches_the_queues_metric(template):
+    alarm = template["Resources"]["OutsideJobsAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        "TrainingJobQueue",
+        "InstancesOutsideQueue",
+    )
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": {"Ref": "AWS::StackName"}}]
+    variables = template["Resources"]["QueueFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == alarm["Namespace"]
+    assert variables["QUEUE_NAME"] == {"Ref": "AWS::StackName"}  # the metrics' service
 
 
 def test_reconcile_sweep_runs_on_a_schedule(translated):
@@ -114,9 +165,11 @@ def test_reconcile_sweep_runs_on_a_schedule(translated):
 
 def _function_statements(translated) -> list[dict]:
     role = translated["Resources"]["QueueFunctionRole"]
-    return [
+    statements = [
         s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]
     ]
+    # A statement under a condition (Fn::If: [condition, statement, AWS::NoValue]).
+    return [s["Fn::If"][1] if "Fn::If" in s else s for s in statements]
 
 
 def test_pass_role_only_for_listed_roles_and_only_to_sagemaker(translated):
@@ -160,7 +213,10 @@ def test_lambda_runtime(template):
     assert props["Runtime"] == "python3.12"
     assert props["Architectures"] == ["arm64"]
     assert props["Handler"] == "job_queue.handler.lambda_handler"
-    assert "ReservedConcurrentExecutions" not in props  # overlapping invocations are safe
+    # Overlapping invocations are safe: reserved concurrency caps them, never serialises.
+    reserved = props["ReservedConcurrentExecutions"]["Fn::If"]
+    assert reserved[1] == {"Ref": "ReservedConcurrency"}
+    assert template["Parameters"]["ReservedConcurrency"]["Default"] > 1
 
 
 def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template):
@@ -175,10 +231,19 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
         "SHARES": "Shares",
         "DEFAULT_SHARE": "DefaultShare",
         "FINISHED_RETENTION_DAYS": "FinishedRetentionDays",
+        "MAX_PRIORITY": "MaxPriority",
+    }
+    lists = {
+        "ADMIN_PRINCIPALS": "AdminPrincipals",
+        "CAPPED_INSTANCE_TYPES": "CappedInstanceTypes",
+        "ALLOWED_ROLE_ARNS": "AllowedRoleArns",
     }
     for variable, parameter in settings.items():
         assert variables[variable] == {"Ref": parameter}
+    for variable, parameter in lists.items():
+        assert variables[variable] == {"Fn::Join": [",", {"Ref": parameter}]}
     env = {variable: str(parameters[p]["Default"]) for variable, p in settings.items()}
+    env.update({v: str(parameters[p].get("Default", "")) for v, p in lists.items()})
     env.update(
         TABLE_NAME="queue",
         CAPACITY=parameters["Capacity"]["Default"],
@@ -187,6 +252,9 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
     defaults = Settings.from_environment(env)
     assert defaults.shares == () and defaults.policy == Policy()
     assert defaults.keep_alive_seconds == 0
+    assert defaults.admin_principals == () and defaults.max_priority == 9999
+    # The default capped types cover the default capacity.
+    assert defaults.capped_instance_types == frozenset(defaults.capacity)
 
 
 def test_table_matches_what_the_store_uses(template):

@@ -75,6 +75,10 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"ADMIN_PRINCIPALS": "arn:aws:s3:::bucket"}, "ADMIN_PRINCIPALS"),
         ({"MAX_PRIORITY": "high"}, "MAX_PRIORITY must be a whole number"),
         ({"MAX_PRIORITY": "10000"}, "MAX_PRIORITY must be from -9999 to 9999"),
+        (
+            {"CAPPED_INSTANCE_TYPES": "ml.g5.xlarge"},
+            "CAPACITY: ml.p5.48xlarge not in CappedInstanceTypes",
+        ),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):
