@@ -67,3 +67,9 @@ def test_share_samples_replace_and_list_the_shares(make_cloud):
     assert [s["name"] for s in listed["shares"]] == ["vision", "language"]
     assert listed["capacity"] == {"ml.p5.48xlarge": 2}
     assert listed["changed"]["by"] == "arn:aws:sts::123456789012:assumed-role/QueueAdmin/bob"
+
+
+def test_outside_job_sample_is_counted_as_held(cloud):
+    _invoke(cloud, "sagemaker-outside-in-progress.json")
+    listed = json.loads(_invoke(cloud, "api-list-jobs.json")["body"])
+    assert [j["sagemaker_job_name"] for j in listed["outside"]] == ["started-from-the-console"]
