@@ -8,18 +8,41 @@ speaks of ("this queue", "the replay").
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from job_queue import tags
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
+from job_queue.models import Demand
 from job_queue.request import Submission
 
 
-def admit(submission: Submission, layout: Layout, where: str = "this queue") -> str | None:
-    """The job's quota share (None when the layout has no shares), once its demand fits the
-    capacity and its share; InvalidRequest naming the field otherwise."""
-    check_fit(submission, layout.capacity, where)
-    return share_for(submission, layout, where)
+@dataclass(frozen=True)
+class Admitted:
+    """An admitted job: its quota share (None without shares), the instances that count
+    against the capacity, and those of uncapped types it also runs on (never counted)."""
+
+    share: str | None
+    demand: Demand
+    helpers: Demand
+
+
+def admit(submission: Submission, layout: Layout, where: str = "this queue") -> Admitted:
+    """The job's share and counted instances, once its capped demand fits the capacity and
+    its share; InvalidRequest naming the field otherwise."""
+    demand = {t: n for t, n in submission.demand.items() if t not in layout.uncapped}
+    helpers = {t: n for t, n in submission.demand.items() if t in layout.uncapped}
+    if not demand:
+        type_field, _ = submission.instance_fields
+        types = ", ".join(sorted(helpers))
+        raise InvalidRequest.of(
+            type_field,
+            f"{types} is uncapped in {where}: a job with no capped instances needs no queue; "
+            "start it straight in SageMaker",
+        )
+    counted = Submission(**{**submission.__dict__, "demand": demand})
+    check_fit(counted, layout.capacity, where)
+    return Admitted(share_for(counted, layout, where), demand, helpers)
 
 
 def check_fit(submission: Submission, capacity: Mapping[str, int], where: str) -> None:

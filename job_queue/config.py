@@ -17,6 +17,10 @@ class ConfigError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
 
 
+# A capacity entry that caps nothing: ``{"ml.c5.18xlarge": "unlimited"}``.
+UNCAPPED = "unlimited"
+
+
 @dataclass(frozen=True)
 class Settings:
     """What the operator configures (template parameters become these variables).
@@ -43,6 +47,7 @@ class Settings:
     max_priority: int = MAX_PRIORITY  # the highest priority a non-admin may set
     # The types the template's IAM policy and outside-jobs rule cover (empty: not checked).
     capped_instance_types: frozenset[str] = frozenset()
+    uncapped: frozenset[str] = frozenset()  # types whose instances are never counted
 
     def check_capped(self, capacity: Mapping[str, int], where: str) -> None:
         """Every type of ``capacity`` is one the deployment caps (CappedInstanceTypes):
@@ -63,8 +68,8 @@ class Settings:
         if shares_text is not None and shares_deployed == self.shares_text:
             shares = loads_shares(shares_text)  # validated when it was stored
         if not shares:
-            return Layout(self.capacity)
-        return Layout(total_capacity(shares), shares, self.default_share)
+            return Layout(self.capacity, uncapped=self.uncapped)
+        return Layout(total_capacity(shares), shares, self.default_share, self.uncapped)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -79,13 +84,19 @@ class Settings:
         max_priority = parse_max_priority(env.get("MAX_PRIORITY") or str(MAX_PRIORITY))
         shares_text = env.get("SHARES", "").strip()
         shares = parse_shares_setting(shares_text, max_priority)
+        # With shares, their limits are the capacity; CAPACITY may still name uncapped types.
+        capacity_text = env.get("CAPACITY", "")
+        capacity, uncapped = (
+            parse_capacity(capacity_text) if capacity_text or not shares else ({}, frozenset())
+        )
         default_share = env.get("DEFAULT_SHARE", "").strip() or None
         if default_share is not None and default_share not in {s.name for s in shares}:
             valid = ", ".join(s.name for s in shares) or "no shares are configured"
             raise ConfigError(f"DEFAULT_SHARE: {default_share!r} is not a share ({valid})")
         settings = cls(
             table_name=table_name,
-            capacity=total_capacity(shares) if shares else parse_capacity(env.get("CAPACITY", "")),
+            capacity=total_capacity(shares) if shares else capacity,
+            uncapped=uncapped,
             shares=shares,
             shares_text=shares_text,
             default_share=default_share,
@@ -109,24 +120,47 @@ class Settings:
                 t.strip() for t in env.get("CAPPED_INSTANCE_TYPES", "").split(",") if t.strip()
             ),
         )
+        both = sorted(uncapped & set(settings.capacity))
+        if both:
+            raise ConfigError(f"CAPACITY: {', '.join(both)} is uncapped, but SHARES caps it")
         settings.check_capped(settings.capacity, "SHARES" if shares else "CAPACITY")
         return settings
 
 
-def parse_capacity(text: str) -> dict[str, int]:
-    """``{"ml.p5.48xlarge": 2}``: instances per type the queue may run at once."""
+def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str]]:
+    """``{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimited"}``: instances per type the
+    queue may run at once, and the types it does not cap."""
     try:
         value = json.loads(text)
     except ValueError as exc:
         raise ConfigError(f"CAPACITY is not JSON: {exc}") from exc
     if not isinstance(value, dict) or not value:
         raise ConfigError('CAPACITY must be a JSON object such as {"ml.p5.48xlarge": 2}')
+    try:
+        capacity, uncapped = split_capacity(value)
+    except ValueError as exc:
+        raise ConfigError(f"CAPACITY: {exc}") from None
+    if not capacity:
+        raise ConfigError("CAPACITY: at least one instance type must have a cap")
+    return capacity, uncapped
+
+
+def split_capacity(value: Mapping[str, object]) -> tuple[dict[str, int], frozenset[str]]:
+    """The capped types' counts, and the uncapped types (``"unlimited"``); ValueError naming
+    the type whose entry is neither."""
+    capacity, uncapped = {}, set()
     for itype, count in value.items():
-        if not itype.startswith("ml."):
-            raise ConfigError(f"CAPACITY: {itype!r} is not a SageMaker instance type")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ConfigError(f"CAPACITY: {itype} must have a whole number >= 0, got {count!r}")
-    return value
+        if not isinstance(itype, str) or not itype.startswith("ml."):
+            raise ValueError(f"{itype!r} is not a SageMaker instance type")
+        if count == UNCAPPED:
+            uncapped.add(itype)
+        elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(
+                f"{itype} must have a whole number >= 0 or {UNCAPPED!r}, got {count!r}"
+            )
+        else:
+            capacity[itype] = count
+    return capacity, frozenset(uncapped)
 
 
 @dataclass(frozen=True)
@@ -136,6 +170,7 @@ class Layout:
     capacity: Mapping[str, int]
     shares: tuple[Share, ...] = ()
     default_share: str | None = None
+    uncapped: frozenset[str] = frozenset()  # types the queue runs on without counting them
 
     def share(self, name: str | None) -> Share | None:
         return next((s for s in self.shares if s.name == name), None)

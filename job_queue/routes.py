@@ -61,8 +61,9 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
         pools = [pool_row(p, now) for p in held.idle_pools(now)]
         outside = [outside_row(j, now) for j in held.outside]
-        capacity = dict(layout.capacity)
-        return _json(200, {"jobs": rows, "pools": pools, "outside": outside, "capacity": capacity})
+        listing = {"jobs": rows, "pools": pools, "outside": outside}
+        listing.update(capacity=dict(layout.capacity), uncapped=sorted(layout.uncapped))
+        return _json(200, listing)
 
     def shares() -> Response:
         layout, usage, waiting, held = service.shares()

@@ -84,7 +84,8 @@ class QueueService:
         """Queue a CreateTrainingJob request; an identical resubmission returns the job."""
         layout = self.layout()
         submission = validate_submission(request, self.settings.allowed_role_arns)
-        share = admit(submission, layout)
+        admitted = admit(submission, layout)
+        share = admitted.share
         access.check_submit(
             caller, submission.priority, layout.share(share), self._ceiling(layout, share)
         )
@@ -96,7 +97,8 @@ class QueueService:
                 name=submission.name,
                 priority=submission.priority,
                 seq=self.store.next_seq(),
-                demand=submission.demand,
+                demand=admitted.demand,
+                helpers=admitted.helpers,
                 state=JobState.PENDING,
                 submitted_at=now,
                 request=queued,

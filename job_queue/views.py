@@ -34,12 +34,16 @@ def waiting_reason(not_before: float, last_error: str | None, now: float) -> str
     return reason
 
 
-def _instances(demand: Demand) -> dict:
-    types = list(demand)
+def _instances(demand: Demand, helpers: Demand | None = None) -> dict:
+    """What a job runs on: ``instances`` per type (uncapped helpers included, which
+    ``helpers`` names again), with the type and count of a single-type job."""
+    instances = {**demand, **(helpers or {})}
+    types = list(instances)
     return {
         "instance_type": types[0] if len(types) == 1 else "+".join(sorted(types)),
-        "instance_count": sum(demand.values()),
-        "instances": dict(demand),
+        "instance_count": sum(instances.values()),
+        "instances": instances,
+        "helpers": dict(helpers or {}),
     }
 
 
@@ -51,7 +55,7 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
         "priority": job.priority,
         "share": job.share,
         "position": position,
-        **_instances(job.demand),
+        **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "first_started_at": iso(job.first_started_at),
         "ended_at": iso(job.ended_at),
@@ -106,7 +110,7 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
         "priority": job.priority,
         "share": job.share,
         "position": None,
-        **_instances(job.demand),
+        **_instances(job.demand, job.helpers),
         "sagemaker_job_name": sagemaker_job_name,
         "running_seconds": round(now - job.started_at, 1),
     }
@@ -120,7 +124,7 @@ def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
         "priority": job.priority,
         "share": job.share,
         "position": position,
-        **_instances(job.demand),
+        **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,

@@ -22,7 +22,7 @@ def queue_table(jobs: list[dict]) -> str:
             job["priority"],
             *((job.get("share") or "",) if with_share else ()),
             job.get("position") or "",
-            f"{job['instance_count']} x {job['instance_type']}",
+            instances_text(job),
             _time(job),
             job.get("sagemaker_job_name") or "",
             *((job.get("waiting_reason") or "",) if with_reason else ()),
@@ -33,6 +33,12 @@ def queue_table(jobs: list[dict]) -> str:
     if with_reason:
         headers = (*headers, "Why waiting")
     return tabulate(rows, headers=headers, disable_numparse=True)
+
+
+def instances_text(job: dict) -> str:
+    """What a job runs on, per instance type: ``1 x ml.p5.48xlarge + 2 x ml.c5.18xlarge``."""
+    instances = job.get("instances") or {job["instance_type"]: job["instance_count"]}
+    return " + ".join(f"{count} x {itype}" for itype, count in instances.items())
 
 
 def pool_lines(pools: list[dict]) -> list[str]:

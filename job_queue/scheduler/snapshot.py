@@ -55,6 +55,7 @@ class WaitingJob:
     share: str | None = None  # its quota share, when the queue has shares
     warm_key: str | None = None  # its warm-pool configuration (None: matches no pool)
     last_error: str | None = None  # why its last start was refused (shown while it backs off)
+    helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class ActiveJob:
     started_at: float
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
     share: str | None = None  # its quota share, when the queue has shares
+    helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ def _place(job: Job | WaitingJob | ActiveJob) -> dict:
     item = {"priority": job.priority, "seq": job.seq, "demand": dict(job.demand)}
     if job.share is not None:
         item["share"] = job.share
+    if job.helpers:
+        item["helpers"] = dict(job.helpers)
     return item
 
 
@@ -38,6 +40,7 @@ def _place_from(item: Mapping) -> dict:
         "seq": int(item["seq"]),
         "demand": {itype: int(count) for itype, count in item["demand"].items()},
         "share": item.get("share"),
+        "helpers": {itype: int(count) for itype, count in item.get("helpers", {}).items()},
     }
 
 

@@ -188,6 +188,8 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
             "0",
             "--capacity",
             "ml.g5.xlarge=1",
+            "--capacity",
+            "ml.c5.18xlarge=unlimited",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -219,7 +221,7 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
             env={**env, **exports},
         )
         assert status.returncode == 0, status.stderr
-        assert "1 x ml.g5.xlarge" in status.stdout
+        assert "capacity: 1 x ml.g5.xlarge, ml.c5.18xlarge uncapped" in status.stdout
     finally:
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)

@@ -77,9 +77,38 @@ def test_a_job_that_could_never_run_is_refused_naming_the_field(title, job, layo
 
 
 def test_a_job_that_fits_gets_its_share():
-    assert admit(submission(), ONE_QUEUE) is None
-    assert admit(submission(share="vision", instance_count=3), WITH_SHARES) == "vision"
-    assert admit(submission(), Layout({P5: 3}, SHARES, default_share="prod")) == "prod"
+    assert admit(submission(), ONE_QUEUE).share is None
+    assert admit(submission(share="vision", instance_count=3), WITH_SHARES).share == "vision"
+    assert admit(submission(), Layout({P5: 3}, SHARES, default_share="prod")).share == "prod"
+
+
+C5 = "ml.c5.18xlarge"
+WITH_HELPERS = Layout({P5: 2}, uncapped=frozenset({C5}))
+
+
+def _grouped(**groups):
+    request = training_request("ray")
+    request["ResourceConfig"] = {
+        "InstanceGroups": [
+            {"InstanceGroupName": name, "InstanceType": itype, "InstanceCount": count}
+            for name, (itype, count) in groups.items()
+        ],
+        "VolumeSizeInGB": 30,
+    }
+    return validate_submission(request, frozenset({ROLE_ARN}))
+
+
+def test_uncapped_helper_groups_are_carried_but_never_counted():
+    admitted = admit(_grouped(gpu=(P5, 1), cpu=(C5, 200)), WITH_HELPERS)
+    assert admitted.demand == {P5: 1}  # 200 helpers, far above any cap, do not matter
+    assert admitted.helpers == {C5: 200}
+
+
+def test_a_job_only_on_uncapped_types_is_refused_naming_the_field():
+    with pytest.raises(InvalidRequest) as refused:
+        admit(_grouped(cpu=(C5, 2)), WITH_HELPERS)
+    assert refused.value.field == "ResourceConfig.InstanceGroups"
+    assert "ml.c5.18xlarge is uncapped in this queue" in str(refused.value)
 
 
 HEADER = "name,submit_s,duration_s,priority,instance_type,instance_count,max_runtime_s"

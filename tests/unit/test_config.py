@@ -13,6 +13,25 @@ def _env(**overrides):
     return {k: v for k, v in env.items() if v is not None}
 
 
+def test_a_capacity_entry_may_say_a_type_is_uncapped():
+    settings = Settings.from_environment(
+        _env(CAPACITY='{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimited"}')
+    )
+    assert settings.capacity == {"ml.p5.48xlarge": 2}
+    assert settings.uncapped == {"ml.c5.18xlarge"}
+    assert settings.layout().uncapped == {"ml.c5.18xlarge"}
+
+
+def test_with_shares_capacity_names_only_the_uncapped_types():
+    shares = '[{"name": "a", "capacity": {"ml.p5.48xlarge": 1}, "strategy": "LEND", '
+    shares += '"in_share_preemption": false}]'
+    settings = Settings.from_environment(
+        _env(SHARES=shares, CAPACITY='{"ml.p5.48xlarge": 9, "ml.c5.18xlarge": "unlimited"}')
+    )
+    assert settings.capacity == {"ml.p5.48xlarge": 1}  # the shares' limits
+    assert settings.layout().uncapped == {"ml.c5.18xlarge"}
+
+
 def test_settings_from_the_environment():
     settings = Settings.from_environment(
         _env(
@@ -75,6 +94,14 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"ADMIN_PRINCIPALS": "arn:aws:s3:::bucket"}, "ADMIN_PRINCIPALS"),
         ({"MAX_PRIORITY": "high"}, "MAX_PRIORITY must be a whole number"),
         ({"MAX_PRIORITY": "10000"}, "MAX_PRIORITY must be from -9999 to 9999"),
+        (
+            {"CAPACITY": '{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimted"}'},
+            "CAPACITY: ml.c5.18xlarge must have a whole number >= 0 or 'unlimited', got 'unlimted'",
+        ),
+        (
+            {"CAPACITY": '{"ml.c5.18xlarge": "unlimited"}'},
+            "at least one instance type must have a cap",
+        ),
         (
             {"CAPPED_INSTANCE_TYPES": "ml.g5.xlarge"},
             "CAPACITY: ml.p5.48xlarge not in CappedInstanceTypes",

@@ -40,10 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _capacity(text: str) -> tuple[str, int]:
+def _capacity(text: str) -> tuple[str, int | str]:
     itype, _, count = text.partition("=")
+    if itype.startswith("ml.") and count == "unlimited":
+        return itype, count  # an uncapped type: its instances are never counted
     if not itype.startswith("ml.") or not count.isdigit():
-        raise argparse.ArgumentTypeError(f"expected TYPE=N such as ml.p5.48xlarge=2, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected TYPE=N or TYPE=unlimited, such as ml.p5.48xlarge=2, got {text!r}"
+        )
     return itype, int(count)
 
 
@@ -139,7 +143,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_capacity,
         action="append",
         metavar="TYPE=N",
-        help="instances per type (repeatable; default ml.p5.48xlarge=2)",
+        help="instances per type, or TYPE=unlimited for a type the queue does not cap "
+        "(repeatable; default ml.p5.48xlarge=2)",
     )
     local.add_argument(
         "--allowed-role",

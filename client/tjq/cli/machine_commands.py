@@ -25,11 +25,15 @@ def local_api(args) -> int:
         shares = read_shares(args.shares, args.max_priority)
         if args.default_share and args.default_share not in {s.name for s in shares}:
             return fail(f"--default-share {args.default_share} is not a share in {args.shares}")
-    capacity = dict(args.capacity or [("ml.p5.48xlarge", 2)])
+    from job_queue.config import UNCAPPED
+
+    given = dict(args.capacity or [("ml.p5.48xlarge", 2)])
+    uncapped = {t: UNCAPPED for t, n in given.items() if n == UNCAPPED}
+    capacity = given
     if shares:
         from job_queue.scheduler import total_capacity
 
-        capacity = total_capacity(shares)
+        capacity = {**total_capacity(shares), **uncapped}
     roles = tuple(args.allowed_role) if args.allowed_role else ()
     local = LocalApi(
         shares=shares,
@@ -53,7 +57,9 @@ def local_api(args) -> int:
     print("training-job-queue local API is up. In the shell that runs your training script:\n")
     for name, value in local.environment().items():
         print(f"export {name}={value}")
-    pool = ", ".join(f"{n} x {t}" for t, n in capacity.items())
+    pool = ", ".join(
+        f"{n} x {t}" if n != UNCAPPED else f"{t} uncapped" for t, n in capacity.items()
+    )
     print(
         f"\ncapacity: {pool}; jobs run {args.run_seconds:g}s (or their "
         "simulated-run-seconds tag), a stop takes "
@@ -70,12 +76,13 @@ def local_api(args) -> int:
 
 
 def simulate(args) -> int:
+    from job_queue.config import split_capacity
     from job_queue.scheduler import Policy
     from tjq.simulate.engine import SimSettings, simulate
     from tjq.simulate.metrics import report
     from tjq.simulate.workload import WorkloadError, read_workload
 
-    capacity = dict(args.capacity or [])
+    capacity, uncapped = split_capacity(dict(args.capacity or []))
     shares = ()
     if args.shares:
         if capacity:
@@ -87,7 +94,7 @@ def simulate(args) -> int:
     if not capacity:
         return fail("--capacity TYPE=N is required (for example --capacity ml.p5.48xlarge=2)")
     try:
-        jobs = read_workload(args.workload, capacity, shares)
+        jobs = read_workload(args.workload, capacity, shares, uncapped)
     except WorkloadError as exc:
         return fail(f"{args.workload}: {exc}")
     settings = SimSettings(

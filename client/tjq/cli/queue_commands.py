@@ -24,7 +24,8 @@ def status(args) -> int:
     if answer.get("outside"):
         print("\n" + "\n".join(outside_lines(answer["outside"])))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
-    print(f"\ncapacity: {capacity}")
+    uncapped = "".join(f", {t} uncapped" for t in answer.get("uncapped", []))
+    print(f"\ncapacity: {capacity}{uncapped}")
     return 0
 
 
@@ -60,16 +61,18 @@ def show(args) -> int:
         return 0
     from tabulate import tabulate
 
+    from tjq.table import instances_text
+
+    shown = {**job, "instances": instances_text(job)}
     fields = [
-        (key, job.get(key))
+        (key, shown.get(key))
         for key in (
             "name",
             "state",
             "priority",
             "share",
             "position",
-            "instance_count",
-            "instance_type",
+            "instances",
             "submitted_at",
             "submitted_by",
             "first_started_at",
@@ -81,7 +84,7 @@ def show(args) -> int:
             "last_start_error",
             "waiting_reason",
         )
-        if job.get(key) not in (None, "")
+        if shown.get(key) not in (None, "")
     ]
     print(tabulate(fields, tablefmt="plain"))
     if job["attempts"]:

@@ -14,7 +14,7 @@ from moto import mock_aws
 from moto.events.models import EventPattern
 
 from job_queue import tags
-from job_queue.config import Settings
+from job_queue.config import Settings, split_capacity
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.models import MAX_PRIORITY
 from job_queue.sagemaker import outside_pattern, state_change_pattern
@@ -142,7 +142,7 @@ class LocalCloud:
 
     def __init__(
         self,
-        capacity: dict[str, int],
+        capacity: dict[str, int | str],
         allowed_role_arns: tuple[str, ...] = (ROLE_ARN,),
         run_seconds: float = 600.0,
         stop_seconds: float = 60.0,
@@ -164,8 +164,10 @@ class LocalCloud:
         # clock and a moto server's URL instead.
         self.clock = clock or SimClock()
         self._endpoint_url = endpoint_url
-        # With quota shares, as in the Lambda, their limits make up the capacity.
-        capacity = total_capacity(shares) if shares else dict(capacity)
+        # With quota shares, as in the Lambda, their limits make up the capacity; types
+        # given as "unlimited" are not capped (and have no emulated account limit).
+        capacity, uncapped = split_capacity(capacity)
+        capacity = total_capacity(shares) if shares else capacity
         self.settings = Settings(
             table_name=table_name,
             capacity=capacity,
@@ -177,6 +179,7 @@ class LocalCloud:
             policy=policy or Policy(),
             keep_alive_seconds=keep_alive_seconds,
             admin_principals=tuple(admins),
+            uncapped=uncapped,
             max_priority=max_priority,
         )
         # Only jobs over the queue's capacity would hit these limits: the queue must not.

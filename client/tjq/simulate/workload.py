@@ -79,18 +79,25 @@ class WorkloadJob:
 
 
 def read_workload(
-    path: str | Path, capacity: Mapping[str, int], shares: Sequence[Share] = ()
+    path: str | Path,
+    capacity: Mapping[str, int],
+    shares: Sequence[Share] = (),
+    uncapped: frozenset[str] = frozenset(),
 ) -> list[WorkloadJob]:
-    """The jobs of a workload file, checked against ``capacity`` (and ``shares``)."""
+    """The jobs of a workload file, checked against ``capacity`` (and ``shares``;
+    ``uncapped`` types count against nothing)."""
     try:
         with open(path, newline="") as file:
-            return parse_workload(file, capacity, shares)
+            return parse_workload(file, capacity, shares, uncapped)
     except OSError as exc:
         raise WorkloadError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def parse_workload(
-    lines: Iterable[str], capacity: Mapping[str, int], shares: Sequence[Share] = ()
+    lines: Iterable[str],
+    capacity: Mapping[str, int],
+    shares: Sequence[Share] = (),
+    uncapped: frozenset[str] = frozenset(),
 ) -> list[WorkloadJob]:
     """Parse CSV text; raises WorkloadError naming the first bad line and column."""
     reader = csv.DictReader(lines)
@@ -106,7 +113,11 @@ def parse_workload(
     reader.fieldnames = header
     jobs: list[WorkloadJob] = []
     seen: dict[str, int] = {}
-    layout = Layout(total_capacity(shares), tuple(shares)) if shares else Layout(capacity)
+    layout = (
+        Layout(total_capacity(shares), tuple(shares), uncapped=uncapped)
+        if shares
+        else Layout(capacity, uncapped=uncapped)
+    )
     for line, row in enumerate(reader, start=2):
         job = _job(row, line)
         _admit(job, line, layout)
