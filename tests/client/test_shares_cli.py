@@ -103,6 +103,7 @@ def test_shares_apply_changes_the_layout_and_refuses_a_bad_file(capsys, env, tmp
     bad.write_text(json.dumps(layout))
     code, out, _ = smq(capsys, "shares", "apply", str(good))
     assert code == 0 and "QS3" in out
+    assert "replaced by arn:aws:iam::123456789012:user/testing at " in out  # who, and when
     assert env.jobs()["capacity"] == {G5: 4}
     code, out, err = smq(capsys, "shares", "apply", str(bad))
     assert code == 1 and "strategy 'BORROW' is not one of" in err

@@ -51,6 +51,8 @@ def shares(args) -> int:
     waiting = ", ".join(f"{s['name']} {s['waiting']}" for s in answer["shares"])
     if waiting:
         print(f"\nwaiting: {waiting}")
+    if answer.get("changed"):
+        print(f"replaced by {answer['changed']['by']} at {answer['changed']['at']}")
     return 0
 
 
