@@ -190,6 +190,8 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
             "ml.g5.xlarge=1",
             "--capacity",
             "ml.c5.18xlarge=unlimited",
+            "--training-plan",
+            "g5-plan=ml.g5.xlarge:1:0:3600",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -197,11 +199,12 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
         env=env,
     )
     try:
-        exports, line = {}, ""
+        exports, line, printed = {}, "", []
         deadline = time.monotonic() + 60
-        while "Ctrl-C" not in line:
+        while "training plan" not in line:
             line = process.stdout.readline()
             assert line or time.monotonic() < deadline, process.stderr.read()
+            printed.append(line)
             if line.startswith("export "):
                 name, _, value = line.removeprefix("export ").strip().partition("=")
                 exports[name] = value
@@ -222,6 +225,8 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
         )
         assert status.returncode == 0, status.stderr
         assert "capacity: 1 x ml.g5.xlarge, ml.c5.18xlarge uncapped" in status.stdout
+        plan_arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/g5-plan"
+        assert f"training plan g5-plan: {plan_arn}\n" in printed
     finally:
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)

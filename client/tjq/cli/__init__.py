@@ -9,7 +9,7 @@
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N] [--share S]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
-                  [--admin PATTERN ...] [--max-priority N]
+                  [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
@@ -58,6 +58,16 @@ def _arn_pattern(text: str) -> str:
         return check_patterns([text], "--admin")[0]
     except PatternError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--admin: ")) from None
+
+
+def _training_plan(text: str) -> str:
+    from tjq.local.emulated_plans import plans_from_options
+
+    try:
+        plans_from_options([text], 0.0, "us-east-1", "123456789012")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _priority_ceiling(text: str) -> int:
@@ -206,6 +216,16 @@ def _parser() -> argparse.ArgumentParser:
         default=9999,
         metavar="N",
         help="the highest priority a non-admin may set (the MaxPriority setting)",
+    )
+    local.add_argument(
+        "--training-plan",
+        type=_training_plan,
+        action="append",
+        metavar="NAME=TYPE:COUNT:START:END",
+        help="a training plan the emulated account holds: COUNT reserved instances of TYPE "
+        "from START to END seconds after start-up (repeatable; a NAME given again adds a "
+        "reservation to that plan). Jobs whose ResourceConfig.TrainingPlanArn names it run "
+        "only inside a reservation with room",
     )
     local.set_defaults(run=machine.local_api)
 

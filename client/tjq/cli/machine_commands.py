@@ -47,6 +47,7 @@ def local_api(args) -> int:
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,
+        training_plans=tuple(args.training_plan or ()),
         **({"allowed_role_arns": roles} if roles else {}),
         **({"admins": tuple(args.admin)} if args.admin else {}),
     )
@@ -66,6 +67,8 @@ def local_api(args) -> int:
         f"{args.stop_seconds:g}s; default keep-alive {args.keep_alive:g}s. Ctrl-C stops.",
         flush=True,
     )
+    for plan in local.cloud.sagemaker.plans.values():
+        print(f"training plan {plan.name}: {plan.arn}", flush=True)
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -22,6 +22,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
+from tjq.local.emulated_plans import plans_from_options
 from tjq.local.iam import create_training_roles
 from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
 
@@ -159,6 +160,7 @@ class LocalCloud:
         warm_start_seconds: float = 0.0,
         admins: Sequence[str] = (EVERY_LOCAL_USER,),
         max_priority: int = MAX_PRIORITY,
+        training_plans: Sequence[str] = (),
     ) -> None:
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
@@ -194,6 +196,8 @@ class LocalCloud:
             cold_start_seconds=cold_start_seconds,
             warm_start_seconds=warm_start_seconds,
         )
+        # Plans given as NAME=TYPE:COUNT:START:END, offsets from now (smq local-api's option).
+        self.sagemaker.add_plans(plans_from_options(training_plans, self.clock(), REGION, ACCOUNT))
         # The template's two rules: this queue's jobs, and jobs no queue started on its types.
         self._rules = [
             EventPattern.load(json.dumps(state_change_pattern(queue_name))),

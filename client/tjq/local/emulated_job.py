@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from tjq.local import emulated_pools as pools
 
@@ -36,6 +38,9 @@ class EmulatedJob:
     pool_expires_at: float | None = None
     reused_by: str | None = None  # the job its pool moved to
     warm_from: str | None = None  # the job whose pool it started on
+    plan: str | None = None  # the training plan it runs on (ResourceConfig.TrainingPlanArn)
+    pending: bool = False  # waiting for its plan's capacity: InProgress, holding nothing
+    reservation_ends: float | None = None  # its plan's instances terminate from then on
 
     @property
     def pool_available(self) -> bool:
@@ -49,3 +54,23 @@ def demand_of(resource_config: dict) -> dict[str, int]:
         itype = group.get("InstanceType", "")
         demand[itype] = demand.get(itype, 0) + int(group.get("InstanceCount", 0))
     return demand
+
+
+def state_change_event(detail: dict, account: str, region: str, now: float) -> dict:
+    """A "SageMaker Training Job State Change" event of a job described as ``detail``."""
+    detail = {k: _epoch_ms(v) if k.endswith("Time") else v for k, v in detail.items()}
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "SageMaker Training Job State Change",
+        "source": "aws.sagemaker",
+        "account": account,
+        "time": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [detail["TrainingJobArn"]],
+        "detail": detail,
+    }
+
+
+def _epoch_ms(value):
+    return int(value * 1000) if isinstance(value, int | float) else value

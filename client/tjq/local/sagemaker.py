@@ -20,6 +20,9 @@ and behaves like the service on a simulated clock:
   InUse); pools count toward the account quota; UpdateTrainingJob with keep-alive 0 ends one
   at once (Terminated); a cold start takes ``cold_start_seconds``, a warm one
   ``warm_start_seconds``, before the job's run time;
+* training plans (:mod:`tjq.local.emulated_plans`): DescribeTrainingPlan, and jobs with a
+  ``TrainingPlanArn`` run only inside a reservation of their plan with room (Pending
+  before), outside the account's on-demand limits;
 * every status change is queued as an EventBridge "SageMaker Training Job State Change".
 
 Operations it does not implement fall through to whatever else answers the client (moto).
@@ -33,13 +36,20 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from botocore.awsrequest import AWSResponse
 from botocore.parsers import create_parser
 
+from tjq.local import emulated_plans
 from tjq.local import emulated_pools as pools
-from tjq.local.emulated_job import EmulatedJob, SageMakerFault, demand_of
+from tjq.local.emulated_faults import FaultInjection
+from tjq.local.emulated_job import (
+    EmulatedJob,
+    SageMakerFault,
+    demand_of,
+    state_change_event,
+)
+from tjq.local.emulated_plans import TrainingPlans
 
 RUN_SECONDS_TAG = "simulated-run-seconds"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -47,7 +57,7 @@ _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _HOLDING = ("InProgress", "Stopping")
 
 
-class LocalSageMaker:
+class LocalSageMaker(FaultInjection, TrainingPlans):
     """The emulated service. Attach it to a boto3 SageMaker client with :meth:`install`.
 
     Example::
@@ -80,13 +90,11 @@ class LocalSageMaker:
         self.warm_start_seconds = warm_start_seconds
         self.region, self.account = region, account
         self.jobs: dict[str, EmulatedJob] = {}
+        self.plans: dict[str, emulated_plans.EmulatedPlan] = {}  # by ARN
         self.events: deque[dict] = deque()  # state-change events not yet delivered
         self.peak_in_use: dict[str, int] = {}
         self.calls: dict[str, int] = {}  # every operation the client called, by name
-        self._faults: deque[SageMakerFault] = deque()
-        self._capacity_failures = 0
-        self._lost_responses = 0
-        self._failing: dict[str, deque[SageMakerFault]] = {}
+        self._init_faults()
         # Called with each new job; may change its ends_at / end_reason (the simulator does).
         self.on_create: Callable[[EmulatedJob], None] | None = None
         self._lock = threading.RLock()
@@ -96,6 +104,7 @@ class LocalSageMaker:
             "StopTrainingJob": self.stop_training_job,
             "UpdateTrainingJob": self.update_training_job,
             "ListTags": self.list_tags,
+            "DescribeTrainingPlan": self.describe_training_plan,
         }
 
     # -- wiring ----------------------------------------------------------------------------
@@ -132,34 +141,6 @@ class LocalSageMaker:
         )
         return AWSResponse("https://api.sagemaker.local/", status, headers, None), parsed
 
-    # -- fault injection -------------------------------------------------------------------
-
-    def refuse_next_creates(self, count: int, code: str = "ResourceLimitExceeded") -> None:
-        """The next ``count`` CreateTrainingJob calls fail with ``code``."""
-        messages = {
-            "ResourceLimitExceeded": "The account-level service limit for training job "
-            "instances is exceeded.",
-            "ThrottlingException": "Rate exceeded",
-            "ValidationException": "Invalid request",
-            "InternalFailure": "We encountered an internal error.",
-        }
-        status = 500 if code == "InternalFailure" else 400
-        for _ in range(count):
-            self._faults.append(SageMakerFault(code, messages.get(code, code), status))
-
-    def fail_next(self, operation: str, count: int, code: str = "ThrottlingException") -> None:
-        """The next ``count`` calls of ``operation`` (e.g. DescribeTrainingJob) fail."""
-        queue = self._failing.setdefault(operation, deque())
-        queue.extend(SageMakerFault(code, "Rate exceeded") for _ in range(count))
-
-    def lose_next_create_responses(self, count: int) -> None:
-        """The next ``count`` creates succeed, but the caller gets an InternalFailure."""
-        self._lost_responses += count
-
-    def fail_next_jobs_for_capacity(self, count: int) -> None:
-        """The next ``count`` created jobs fail at once with a CapacityError."""
-        self._capacity_failures += count
-
     def set_run_seconds(self, name: str, seconds: float) -> None:
         """Change how long a running job still takes, counted from now."""
         with self._lock:
@@ -178,9 +159,13 @@ class LocalSageMaker:
                 "ResourceInUse", f"Training job names must be unique; {name} already exists"
             )
         demand = demand_of(request.get("ResourceConfig", {}))
-        pool = self._matching_pool(request)
+        try:
+            plan = emulated_plans.plan_of(request, self.plans, demand)
+        except ValueError as exc:
+            raise SageMakerFault("ValidationException", str(exc)) from None
+        pool = None if plan else self._matching_pool(request)
         for itype, count in demand.items():
-            limit = self.account_limits.get(itype)
+            limit = None if plan else self.account_limits.get(itype)
             if pool is None and limit is not None and self._in_use(itype) + count > limit:
                 raise SageMakerFault(
                     "ResourceLimitExceeded",
@@ -202,6 +187,7 @@ class LocalSageMaker:
             keep_alive=int(
                 (request.get("ResourceConfig") or {}).get("KeepAlivePeriodInSeconds") or 0
             ),
+            plan=plan.arn if plan else None,
         )
         if pool is not None:
             pool.pool, pool.reused_by = pools.REUSED, name
@@ -216,8 +202,11 @@ class LocalSageMaker:
             )
         if self.on_create:
             self.on_create(job)
+        reservation = plan and emulated_plans.room_for(plan, demand, self._running(), now)
         self.jobs[name] = job
-        self._transition(job, "InProgress", "Starting")
+        job.pending = bool(plan) and reservation is None
+        job.reservation_ends = reservation.end if reservation else None
+        self._transition(job, "InProgress", "Pending" if job.pending else "Starting")
         for itype in demand:
             self.peak_in_use[itype] = max(self.peak_in_use.get(itype, 0), self._in_use(itype))
         if self._lost_responses:
@@ -303,6 +292,8 @@ class LocalSageMaker:
         """When the next job changes status (or its warm pool expires) on its own, if any."""
         with self._lock:
             times = [self._change_at(job) for job in self.jobs.values()]
+            if any(job.pending for job in self.jobs.values()):
+                times += [plan.next_change_at(self.clock()) for plan in self.plans.values()]
             times += [job.pool_expires_at for job in self.jobs.values() if job.pool_available]
             return min((t for t in times if t is not None), default=None)
 
@@ -315,6 +306,8 @@ class LocalSageMaker:
                 if due is None or due > when:
                     continue
                 job.ended_at = due
+                if reason := self._plan_end_reason(job, due):
+                    job.end_reason = ("Failed", reason)
                 if job.status == "Stopping":
                     self._keep_pool(job)
                     self._transition(job, "Stopped", "Stopped")
@@ -324,6 +317,8 @@ class LocalSageMaker:
                     if not (reason and "CapacityError" in reason):  # an infrastructure failure
                         self._keep_pool(job)
                     self._transition(job, status, status)
+
+            self._start_pending(when)
 
     def pools(self) -> list[EmulatedJob]:
         """The jobs whose warm pools are Available now, oldest first."""
@@ -348,6 +343,10 @@ class LocalSageMaker:
         return job
 
     def _change_at(self, job: EmulatedJob) -> float | None:
+        if job.status == "InProgress" and job.pending:
+            return job.created_at + emulated_plans.MAX_PENDING_S
+        if job.status == "InProgress" and job.reservation_ends is not None:
+            return min(job.ends_at, job.reservation_ends - emulated_plans.TERMINATION_WINDOW_S)
         if job.status == "InProgress":
             return job.ends_at
         if job.status == "Stopping":
@@ -355,10 +354,11 @@ class LocalSageMaker:
         return None
 
     def _in_use(self, itype: str) -> int:
+        """On-demand instances held: plan jobs use reserved capacity, pending ones none."""
         return sum(
             j.demand.get(itype, 0)
             for j in self.jobs.values()
-            if j.status in _HOLDING or j.pool_available
+            if (j.status in _HOLDING and not j.plan) or j.pool_available
         )
 
     def _expire_pools(self, now: float) -> None:
@@ -378,22 +378,5 @@ class LocalSageMaker:
         job.status, job.secondary = status, secondary
         job.transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": status})
         detail = self.describe_training_job({"TrainingJobName": job.name})
-        detail = {k: _epoch_ms(v) if k.endswith("Time") else v for k, v in detail.items()}
         detail["Tags"] = dict(job.tags)
-        self.events.append(
-            {
-                "version": "0",
-                "id": str(uuid.uuid4()),
-                "detail-type": "SageMaker Training Job State Change",
-                "source": "aws.sagemaker",
-                "account": self.account,
-                "time": datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "region": self.region,
-                "resources": [job.arn],
-                "detail": detail,
-            }
-        )
-
-
-def _epoch_ms(value):
-    return int(value * 1000) if isinstance(value, int | float) else value
+        self.events.append(state_change_event(detail, self.account, self.region, now))
