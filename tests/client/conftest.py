@@ -14,7 +14,11 @@ G4 = "ml.g4dn.xlarge"
 
 @pytest.fixture(scope="package")
 def local_api():
-    """`smq local-api`, in-process: the real handler behind HTTP, AWS emulated, real time."""
+    """`smq local-api`, in-process: the real handler behind HTTP, AWS emulated, real time.
+
+    Its moto server shares moto's state with the process: a test here that starts moto's
+    in-process mock (a ``LocalCloud`` without an endpoint) would reset it under this API, so
+    those tests live in tests/integration."""
     with quiet_local_api(capacity={P5: 2, G5: 1, G4: 1}, run_seconds=2, stop_seconds=0.5) as local:
         yield local
 
