@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from job_queue.errors import Forbidden
 from job_queue.scheduler.shares import Share
@@ -50,6 +50,7 @@ class Caller:
     admin: bool = False
 
     def matches(self, patterns: Iterable[str]) -> bool:
+        """Whether the caller, or the role of its session, matches one of ``patterns``."""
         return any(matches(p, self.arn) or matches(p, self.principal) for p in patterns)
 
 
@@ -96,7 +97,7 @@ def caller_from(identity: Mapping | None, admins: Iterable[str]) -> Caller:
             "use AWS_IAM authorization"
         )
     caller = Caller(arn, principal_of(arn))
-    return Caller(arn, caller.principal, admin=caller.matches(admins))
+    return replace(caller, admin=caller.matches(admins))
 
 
 def ceiling(max_priority: int, share: Share | None) -> Ceiling:

@@ -8,7 +8,7 @@ speaks of ("this queue", "the replay").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from job_queue import tags
 from job_queue.config import Layout
@@ -40,7 +40,7 @@ def admit(submission: Submission, layout: Layout, where: str = "this queue") -> 
             f"{types} is uncapped in {where}: a job with no capped instances needs no queue; "
             "start it straight in SageMaker",
         )
-    counted = Submission(**{**submission.__dict__, "demand": demand})
+    counted = replace(submission, demand=demand)
     check_fit(counted, layout.capacity, where)
     return Admitted(share_for(counted, layout, where), demand, helpers)
 

@@ -17,7 +17,7 @@ not cap are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from job_queue import tags
@@ -72,12 +72,3 @@ def on_description(job: OutsideJob, found: TrainingJobStatus | None) -> Forget |
     if found.status is not None and found.status.ended:
         return Forget(job.name, f"it is {found.status.value}")
     return None
-
-
-def instances(jobs: Iterable[OutsideJob]) -> dict[str, int]:
-    """The instances outside jobs hold, per type."""
-    held: dict[str, int] = {}
-    for job in jobs:
-        for itype, count in job.demand.items():
-            held[itype] = held.get(itype, 0) + count
-    return held

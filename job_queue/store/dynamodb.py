@@ -149,8 +149,9 @@ class DynamoJobStore(TableReads):
         }
         expression = "SET #state = :to, updated_at = :now"
         if audit is not None:
-            expression += ", " + table.APPEND_HISTORY
-            values.update({":audit": [codecs.audit_value(audit)], ":no_history": []})
+            clause, audit_values = table.append_history(codecs.audit_value(audit))
+            expression += ", " + clause
+            values.update(audit_values)
         if preempted_by:
             expression += ", preempted_by = :by"
             values[":by"] = preempted_by

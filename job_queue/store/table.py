@@ -69,8 +69,11 @@ def waiting_key(demand: Demand, share: str | None, priority: int, seq: int) -> d
     return {"pk": queue_partition(demand, share), "sk": order_key(priority, seq)}
 
 
-# Appends ``:audit`` (a one-entry list) to a job's audit trail.
-APPEND_HISTORY = "history = list_append(if_not_exists(history, :no_history), :audit)"
+def append_history(entry: dict) -> tuple[str, dict]:
+    """The SET clause and values that append ``entry`` to a job's audit trail."""
+    clause = "history = list_append(if_not_exists(history, :no_history), :audit)"
+    return clause, {":audit": [entry], ":no_history": []}
+
 
 # -- write expressions (TransactWriteItems actions; the store adds the table name) ------------
 
@@ -107,8 +110,9 @@ def set_fields(
     values = {f":f{i}": value for i, value in enumerate(fields.values())}
     sets = [f"#f{i} = :f{i}" for i in range(len(fields))]
     if audit is not None:
-        sets.append(APPEND_HISTORY)
-        values.update({":audit": [audit], ":no_history": []})
+        clause, audit_values = append_history(audit)
+        sets.append(clause)
+        values.update(audit_values)
     expression = "SET " + ", ".join(sets)
     if remove:
         expression += " REMOVE " + ", ".join(remove)

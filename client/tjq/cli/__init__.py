@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from job_queue.models import MAX_PRIORITY
 from tjq.cli import machine_commands as machine
 from tjq.cli import queue_commands as queue
 from tjq.cli.common import fail
@@ -120,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     shares.add_argument(
         "--max-priority",
         type=_priority_ceiling,
-        default=9999,
+        default=MAX_PRIORITY,
         metavar="N",
         help="check: the queue's MaxPriority, which no share's max_priority may exceed",
     )
@@ -213,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument(
         "--max-priority",
         type=_priority_ceiling,
-        default=9999,
+        default=MAX_PRIORITY,
         metavar="N",
         help="the highest priority a non-admin may set (the MaxPriority setting)",
     )

@@ -30,14 +30,15 @@ def read_json(path: str):
         raise QueueClientError(f"{path} is not JSON: {exc}") from None
 
 
-def read_shares(path: str, max_priority: int = 9999):
+def read_shares(path: str, max_priority: int | None = None):
     """The shares of a shares file, or QueueClientError naming the file and the problem
     (a share's max_priority above the queue's ``max_priority`` is one)."""
+    from job_queue.models import MAX_PRIORITY
     from job_queue.share_config import SharesError, check_ceilings, parse_shares
 
     try:
         shares = parse_shares(read_json(path))
-        check_ceilings(shares, max_priority)
+        check_ceilings(shares, MAX_PRIORITY if max_priority is None else max_priority)
         return shares
     except SharesError as exc:
         raise QueueClientError(f"{path}: {exc}") from None
