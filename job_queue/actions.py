@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from aws_lambda_powertools import Logger
 
-from job_queue import lifecycle
+from job_queue import lifecycle, outside, plans
 from job_queue.errors import SageMakerError, StaleState
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.report import Report
@@ -78,10 +78,17 @@ class Actions:
                     raise StaleState(f"{waiting.name} is no longer waiting")
                 name = attempt_name(job.name, job.seq, len(job.attempts) + 1)
                 pool = plan.warm.get(waiting.name)
-                self.store.claim(waiting, name, version, now, warm=pool)
+                on_plan = plan.plans.get(waiting.name)
+                self.store.claim(waiting, name, version, now, warm=pool, plan=on_plan)
                 version += 1
                 warm = pool.name if pool is not None else None
-                starting = replace(job, state=JobState.STARTING, attempt_name=name, warm_pool=warm)
+                starting = replace(
+                    job,
+                    state=JobState.STARTING,
+                    attempt_name=name,
+                    warm_pool=warm,
+                    training_plan=on_plan,
+                )
                 if pool is not None:
                     pool = replace(pool, claimed_by=name, claimed_at=now)
                 claimed.append((starting, pool))
@@ -109,7 +116,8 @@ class Actions:
     def create(self, job: Job, sagemaker_name: str, pool: WarmPool | None = None) -> None:
         """CreateTrainingJob for ``job``'s claimed attempt, and what its outcome means; on a
         warm ``pool`` (claimed for it), whether SageMaker moved the pool to it."""
-        result = self.sagemaker.start(job.request, sagemaker_name, job.name, len(job.attempts) + 1)
+        request = plans.request_on(job.request, job.training_plan)
+        result = self.sagemaker.start(request, sagemaker_name, job.name, len(job.attempts) + 1)
         log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
         if result.outcome is StartOutcome.UNKNOWN:
             logger.warning(
@@ -198,6 +206,23 @@ class Actions:
             case lifecycle.Stop(why):
                 logger.info(f"stopping: {why}", extra={"job": job.name})
                 self.sagemaker.stop(job.attempt_name)
+
+    def act_on_outside(self, decision: outside.Hold | outside.Forget | None) -> bool:
+        """Write a decision about a job started outside the queue; True if it freed
+        instances (a pass may start more)."""
+        if isinstance(decision, outside.Hold) and self.store.hold_outside(decision.job):
+            counted = ", ".join(f"{n} x {t}" for t, n in decision.job.demand.items())
+            logger.warning(
+                f"a job started outside the queue holds {counted}",
+                extra={"sagemaker_job": decision.job.name},
+            )
+        elif isinstance(decision, outside.Forget) and self.store.forget_outside(decision.name):
+            logger.info(
+                f"a job started outside the queue ended: {decision.why}",
+                extra={"sagemaker_job": decision.name},
+            )
+            return True
+        return False
 
     def act_on_pool(self, pool: WarmPool, decision: lifecycle.PoolDecision) -> None:
         """Write one decision about a warm pool; one that changed meanwhile is left alone."""

@@ -7,7 +7,6 @@ speaks of ("this queue", "the replay").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from job_queue import tags
@@ -41,13 +40,15 @@ def admit(submission: Submission, layout: Layout, where: str = "this queue") -> 
             "start it straight in SageMaker",
         )
     counted = replace(submission, demand=demand)
-    check_fit(counted, layout.capacity, where)
+    check_fit(counted, layout, where)
     return Admitted(share_for(counted, layout, where), demand, helpers)
 
 
-def check_fit(submission: Submission, capacity: Mapping[str, int], where: str) -> None:
-    """Every instance type the job needs has a capacity, and enough of it."""
+def check_fit(submission: Submission, layout: Layout, where: str) -> None:
+    """Every instance type the job needs has a capacity, and enough of it (on-demand, or in
+    one reservation of a training plan)."""
     type_field, count_field = submission.instance_fields
+    capacity = layout.capacity
     for itype, count in submission.demand.items():
         if itype not in capacity:
             types = ", ".join(sorted(capacity)) or "none"
@@ -57,10 +58,11 @@ def check_fit(submission: Submission, capacity: Mapping[str, int], where: str) -
                 type_field,
                 f"{itype!r} {configured}",
             )
-        if count > capacity[itype]:
+        most = layout.most(itype)
+        if most is not None and count > most:
             raise InvalidRequest.of(
                 count_field,
-                f"{count} x {itype} is more than {where}'s capacity of {capacity[itype]}; "
+                f"{count} x {itype} is more than {where}'s capacity of {most}; "
                 "it could never start",
             )
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job_queue.access import PatternError, check_patterns
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
+from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.share_config import SharesError, check_ceilings, loads_shares
 
 
@@ -48,6 +50,7 @@ class Settings:
     # The types the template's IAM policy and outside-jobs rule cover (empty: not checked).
     capped_instance_types: frozenset[str] = frozenset()
     uncapped: frozenset[str] = frozenset()  # types whose instances are never counted
+    training_plans: tuple[TrainingPlan, ...] = ()  # reserved capacity, as configured
 
     def check_capped(self, capacity: Mapping[str, int], where: str) -> None:
         """Every type of ``capacity`` is one the deployment caps (CappedInstanceTypes):
@@ -60,23 +63,29 @@ class Settings:
                 "and redeploy, so that jobs started around the queue on it are seen"
             )
 
-    def layout(self, shares_text: str | None = None, shares_deployed: str | None = None) -> Layout:
+    def layout(
+        self,
+        shares_text: str | None = None,
+        shares_deployed: str | None = None,
+        plans_read: Sequence[TrainingPlan] = (),
+    ) -> Layout:
         """The capacity in effect: shares set at run time (``shares_text``, unless a
         deployment changed the shares since: ``shares_deployed`` differs), else the deployed
-        shares, else CAPACITY."""
+        shares, else CAPACITY (with its training plans as last read: ``plans_read``)."""
         shares = self.shares
         if shares_text is not None and shares_deployed == self.shares_text:
             shares = loads_shares(shares_text)  # validated when it was stored
         if not shares:
-            return Layout(self.capacity, uncapped=self.uncapped)
+            plans = tuple(current(self.training_plans, plans_read))
+            return Layout(self.capacity, uncapped=self.uncapped, plans=plans)
         return Layout(total_capacity(shares), shares, self.default_share, self.uncapped)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
-        FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY and
-        CAPPED_INSTANCE_TYPES."""
+        FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY,
+        CAPPED_INSTANCE_TYPES and TRAINING_PLAN_ARNS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -86,9 +95,14 @@ class Settings:
         shares = parse_shares_setting(shares_text, max_priority)
         # With shares, their limits are the capacity; CAPACITY may still name uncapped types.
         capacity_text = env.get("CAPACITY", "")
-        capacity, uncapped = (
-            parse_capacity(capacity_text) if capacity_text or not shares else ({}, frozenset())
+        capacity, uncapped, plans = (
+            parse_capacity(capacity_text) if capacity_text or not shares else ({}, frozenset(), ())
         )
+        if plans and shares:
+            raise ConfigError(
+                "CAPACITY: training plans work with a single queue, not with SHARES (yet)"
+            )
+        check_plan_roles(plans, env.get("TRAINING_PLAN_ARNS", ""))
         default_share = env.get("DEFAULT_SHARE", "").strip() or None
         if default_share is not None and default_share not in {s.name for s in shares}:
             valid = ", ".join(s.name for s in shares) or "no shares are configured"
@@ -97,6 +111,7 @@ class Settings:
             table_name=table_name,
             capacity=total_capacity(shares) if shares else capacity,
             uncapped=uncapped,
+            training_plans=plans,
             shares=shares,
             shares_text=shares_text,
             default_share=default_share,
@@ -127,9 +142,9 @@ class Settings:
         return settings
 
 
-def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str]]:
+def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
     """``{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimited"}``: instances per type the
-    queue may run at once, and the types it does not cap."""
+    queue may run at once, the types it does not cap, and its training plans."""
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -137,30 +152,43 @@ def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str]]:
     if not isinstance(value, dict) or not value:
         raise ConfigError('CAPACITY must be a JSON object such as {"ml.p5.48xlarge": 2}')
     try:
-        capacity, uncapped = split_capacity(value)
+        capacity, uncapped, plans = split_capacity(value)
     except ValueError as exc:
         raise ConfigError(f"CAPACITY: {exc}") from None
     if not capacity:
         raise ConfigError("CAPACITY: at least one instance type must have a cap")
-    return capacity, uncapped
+    return capacity, uncapped, plans
 
 
-def split_capacity(value: Mapping[str, object]) -> tuple[dict[str, int], frozenset[str]]:
-    """The capped types' counts, and the uncapped types (``"unlimited"``); ValueError naming
-    the type whose entry is neither."""
-    capacity, uncapped = {}, set()
+def split_capacity(
+    value: Mapping[str, object],
+) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
+    """The capped types' on-demand counts, the uncapped types (``"unlimited"``), and the
+    training plans (``{"training_plan": ARN}``, alone or listed beside a count; a type with
+    plans only has no on-demand capacity). ValueError naming the type whose entry is none of
+    these, or a plan named twice."""
+    capacity, uncapped, plans = {}, set(), []
     for itype, count in value.items():
         if not isinstance(itype, str) or not itype.startswith("ml."):
             raise ValueError(f"{itype!r} is not a SageMaker instance type")
         if count == UNCAPPED:
             uncapped.add(itype)
+        elif isinstance(count, list | dict):
+            on_demand, found = plan_entries(itype, count)
+            capacity[itype] = on_demand or 0
+            plans += found
         elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(
-                f"{itype} must have a whole number >= 0 or {UNCAPPED!r}, got {count!r}"
+                f"{itype} must have a whole number >= 0, {UNCAPPED!r} or training plans "
+                f'({{"training_plan": ARN}}), got {count!r}'
             )
         else:
             capacity[itype] = count
-    return capacity, frozenset(uncapped)
+    arns = [plan.arn for plan in plans]
+    twice = sorted({arn for arn in arns if arns.count(arn) > 1})
+    if twice:
+        raise ValueError(f"training plan {twice[0]} is named more than once")
+    return capacity, frozenset(uncapped), tuple(plans)
 
 
 @dataclass(frozen=True)
@@ -171,9 +199,31 @@ class Layout:
     shares: tuple[Share, ...] = ()
     default_share: str | None = None
     uncapped: frozenset[str] = frozenset()  # types the queue runs on without counting them
+    plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity, as last read
 
     def share(self, name: str | None) -> Share | None:
         return next((s for s in self.shares if s.name == name), None)
+
+    def most(self, itype: str) -> int | None:
+        """The most instances of ``itype`` one job could ever get: on-demand, or on one
+        reservation of a plan (None: a plan of the type was never read, so nobody knows)."""
+        plans = [plan for plan in self.plans if plan.instance_type == itype]
+        if any(plan.read_at is None for plan in plans):
+            return None
+        reserved = [r.count for plan in plans for r in plan.reservations]
+        return max([self.capacity.get(itype, 0), *reserved])
+
+
+def check_plan_roles(plans: Iterable[TrainingPlan], listed: str) -> None:
+    """Every plan of CAPACITY is one the queue's role may describe (TRAINING_PLAN_ARNS, the
+    template's TrainingPlanArns)."""
+    allowed = {arn.strip() for arn in listed.split(",") if arn.strip()}
+    missing = [plan.arn for plan in plans if plan.arn not in allowed]
+    if missing:
+        raise ConfigError(
+            f"CAPACITY: training plan {missing[0]} is not in TrainingPlanArns "
+            "(TRAINING_PLAN_ARNS), so the queue may not describe it; add it and redeploy"
+        )
 
 
 def parse_shares_setting(text: str, max_priority: int = MAX_PRIORITY) -> tuple[Share, ...]:

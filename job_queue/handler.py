@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import boto3
 from aws_lambda_powertools import Logger
@@ -37,6 +38,7 @@ class Dependencies:
     store: DynamoJobStore
     sagemaker: SageMakerGateway
     clock: Callable[[], float] = time.time
+    plans_read: threading.Event = field(default_factory=threading.Event)  # at cold start
 
     @classmethod
     def from_clients(
@@ -73,6 +75,9 @@ def handle(event: dict, context, deps: Dependencies) -> dict | None:
     """Process one event with the given dependencies (the local runner passes its own)."""
     service = QueueService(deps.store, deps.sagemaker, deps.settings, deps.clock)
     try:
+        if not deps.plans_read.is_set():
+            service.refresh_plans()
+            deps.plans_read.set()
         if "httpMethod" in event:
             return make_app(service).resolve(event, context)
         kind = event.get("detail-type")

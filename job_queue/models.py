@@ -126,6 +126,7 @@ class Job:
     ended_at: float | None = None
     share: str | None = None  # its quota share, when the queue has shares
     warm_pool: str | None = None  # its current attempt starts on this SageMaker job's pool
+    training_plan: str | None = None  # its current attempt runs on this training plan (ARN)
     helpers: Demand = field(default_factory=dict)  # uncapped instances: shown, never counted
     submitted_by: str | None = None  # the caller's IAM ARN (None: queued before it was kept)
     history: tuple[AuditEntry, ...] = ()  # who did what, oldest first

@@ -94,6 +94,12 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
     if role not in allowed_roles:
         raise RoleNotAllowed(f"RoleArn {role} is not one this queue may pass to SageMaker")
     demand = instance_demand(request["ResourceConfig"])
+    if "TrainingPlanArn" in request["ResourceConfig"]:
+        raise InvalidRequest.of(
+            "ResourceConfig.TrainingPlanArn",
+            "the queue chooses the training plan a job runs on; leave it out (the queue's "
+            "capacity names the plans)",
+        )
     warm_pools.check_keep_alive(request)
     return Submission(
         name=job_name,

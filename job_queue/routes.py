@@ -17,6 +17,7 @@ from job_queue.views import (
     active_row,
     job_detail,
     outside_row,
+    plan_row,
     pool_row,
     shares_view,
     waiting_row,
@@ -58,10 +59,13 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         # then the waiting queue in the order jobs will start.
         active = sorted(held.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
-        rows += [waiting_row(j, p, now) for j, p in zip(waiting, positions(waiting), strict=True)]
+        plans = service.plans(held)
+        places = zip(waiting, positions(waiting), strict=True)
+        rows += [waiting_row(j, p, now, plans) for j, p in places]
         pools = [pool_row(p, now) for p in held.idle_pools(now)]
         outside = [outside_row(j, now) for j in held.outside]
         listing = {"jobs": rows, "pools": pools, "outside": outside}
+        listing["plans"] = [plan_row(p, held.jobs, now) for p in plans]
         listing.update(capacity=dict(layout.capacity), uncapped=sorted(layout.uncapped))
         return _json(200, listing)
 

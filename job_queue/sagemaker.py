@@ -173,6 +173,17 @@ class SageMakerGateway:
             pool_reused_by=warm.get("ReusedByJob"),
         )
 
+    def describe_training_plan(self, name: str) -> Mapping:
+        """DescribeTrainingPlan's answer for the plan ``name``; SageMakerError if there is none
+        or SageMaker would not say."""
+        try:
+            return self._call(self._client.describe_training_plan, TrainingPlanName=name)
+        except ClientError as exc:
+            code, message = _error(exc)
+            raise SageMakerError(f"DescribeTrainingPlan: {code}: {message}") from exc
+        except BotoCoreError as exc:
+            raise SageMakerError(f"DescribeTrainingPlan: {exc}") from exc
+
     def release_pool(self, sagemaker_name: str) -> None:
         """End the warm pool ``sagemaker_name`` left, at once (keep-alive 0). A pool that is
         no longer available (reused, expired) is fine."""

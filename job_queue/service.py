@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, lifecycle, outside, tags, warm_pools
+from job_queue import access, lifecycle, outside, plans, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
@@ -31,6 +31,7 @@ from job_queue.scheduler import (
     make_planner,
     total_capacity,
 )
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
@@ -132,7 +133,7 @@ class QueueService:
         """The capacity and quota shares in effect (shares set at run time are kept on the
         holders' item)."""
         held = held or self.store.holders()
-        return self.settings.layout(held.shares_text, held.shares_deployed)
+        return self.settings.layout(held.shares_text, held.shares_deployed, held.plans)
 
     def queue(self) -> tuple[Holders, list[WaitingJob], Layout]:
         """Active jobs, the waiting queue in queue order, and the capacity in effect."""
@@ -276,37 +277,22 @@ class QueueService:
 
     def _on_outside(self, detail: dict) -> None:
         """A job no queue started, on the capped types: hold or free its instances."""
-        layout = self.layout()
-        decision = outside.on_event(detail, layout.capacity, self.clock())
-        if isinstance(decision, outside.Hold):
-            if self.store.hold_outside(decision.job):
-                counted = ", ".join(f"{n} x {t}" for t, n in decision.job.demand.items())
-                logger.warning(
-                    f"a job started outside the queue holds {counted}",
-                    extra={"sagemaker_job": decision.job.name},
-                )
-        elif isinstance(decision, outside.Forget):
-            self._forget_outside(decision)
-
-    def _forget_outside(self, decision: outside.Forget) -> None:
-        if self.store.forget_outside(decision.name):
-            logger.info(
-                f"a job started outside the queue ended: {decision.why}",
-                extra={"sagemaker_job": decision.name},
-            )
+        decision = outside.on_event(detail, self.layout().capacity, self.clock())
+        if self._actions.act_on_outside(decision):
             self.schedule()
 
     def reconcile(self) -> None:
         """Repair drift (a missed event, an interrupted start or stop, a warm pool that ended,
         an outside job that ended) from DescribeTrainingJob on everything the table says
         holds instances, then schedule."""
+        self.refresh_plans()
         held = self.store.holders()
         for holder in [*held.jobs, *held.pools, *held.outside]:
             try:
                 if isinstance(holder, OutsideJob):
                     found = self.sagemaker.describe(holder.name)
-                    if forget := outside.on_description(holder, found):
-                        self._forget_outside(forget)
+                    # Whatever it frees, the pass at the end of the sweep uses.
+                    self._actions.act_on_outside(outside.on_description(holder, found))
                 elif isinstance(holder, WarmPool):
                     found = self.sagemaker.describe(holder.name)
                     self._actions.act_on_pool(
@@ -375,6 +361,7 @@ class QueueService:
             layout.shares,
             pools,
             held.outside,
+            self.plans(held),
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
@@ -384,6 +371,22 @@ class QueueService:
             if not planner.open_types:
                 break
         return held, planner.plan()
+
+    # -- training plans ----------------------------------------------------------------------
+
+    def plans(self, held: Holders | None = None) -> list[TrainingPlan]:
+        """The training plans of the capacity, as last read."""
+        known = (held or self.store.holders()).plans if self.settings.training_plans else ()
+        return plans.current(self.settings.training_plans, known)
+
+    def refresh_plans(self) -> None:
+        """Read every training plan again (at cold start and in the sweep, never per event):
+        one that cannot be read keeps its last reading, and the queue goes on without it."""
+        if self.settings.training_plans:
+            known = self.store.holders().plans
+            describe = self.sagemaker.describe_training_plan
+            entries = self.settings.training_plans
+            self.store.set_plans(plans.refresh(entries, known, describe, self.clock()))
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
+from job_queue.plans import NOT_READ
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.reservations import ENDED, TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import share_to_dict
@@ -32,6 +35,39 @@ def waiting_reason(not_before: float, last_error: str | None, now: float) -> str
         # start (or the capacity is set above the limit).
         reason += " — instances used outside the queue?"
     return reason
+
+
+def why_waiting(job: WaitingJob, plans: Sequence[TrainingPlan], now: float) -> str | None:
+    """What the plans of a waiting job's type say about it, when one cannot take it now."""
+    if len(job.demand) != 1:
+        return None
+    (itype,) = job.demand
+    said = [_why(plan, job.max_runtime, now) for plan in plans if plan.instance_type == itype]
+    said = [s for s in said if s]
+    return "; ".join(said) or None
+
+
+def _why(plan: TrainingPlan, max_runtime: float | None, now: float) -> str | None:
+    name = f"training plan {plan.name}"
+    if plan.error:
+        return f"{name} {plan.error}" if plan.error == NOT_READ else f"{name}: {plan.error}"
+    if plan.status in ENDED:
+        return f"{name} is {plan.status}"
+    reservation = plan.reservation(now)
+    if reservation is None:
+        opens = min((r.start for r in plan.reservations if r.start > now), default=math.inf)
+        if opens == math.inf:
+            return f"{name} has no reservation left"
+        return f"{name} has no reservation open until {iso(opens)}"
+    if max_runtime is None:
+        return f"{name} takes only jobs with a MaxRuntimeInSeconds"
+    if not plan.admits(max_runtime, now):
+        return (
+            f"its MaxRuntimeInSeconds ({int(max_runtime)} s) outlasts {name}'s reservation "
+            f"(usable until {iso(reservation.usable_until)}: SageMaker reclaims its instances "
+            "in the last 30 minutes)"
+        )
+    return None
 
 
 def _instances(demand: Demand, helpers: Demand | None = None) -> dict:
@@ -63,6 +99,7 @@ def job_detail(job: Job, position: int | None, now: float) -> dict:
             (job.first_started_at or job.ended_at or now) - job.submitted_at, 1
         ),
         "sagemaker_job_name": job.attempt_name,
+        "training_plan": job.training_plan if job.state.holds_instances else None,
         "keep_alive_seconds": job.keep_alive,
         "preemptions": job.preemptions,
         "preempted_by": job.preempted_by,
@@ -113,11 +150,14 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
         **_instances(job.demand, job.helpers),
         "sagemaker_job_name": sagemaker_job_name,
         "running_seconds": round(now - job.started_at, 1),
+        "training_plan": job.plan,
     }
 
 
-def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
-    """A pending job, as a row of GET /jobs."""
+def waiting_row(
+    job: WaitingJob, position: int, now: float, plans: Sequence[TrainingPlan] = ()
+) -> dict:
+    """A pending job, as a row of GET /jobs (with what the plans of its type say of it)."""
     return {
         "name": job.name,
         "state": job.state.value,
@@ -128,7 +168,36 @@ def waiting_row(job: WaitingJob, position: int, now: float) -> dict:
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
-        "waiting_reason": waiting_reason(job.not_before, job.last_error, now),
+        "waiting_reason": waiting_reason(job.not_before, job.last_error, now)
+        or why_waiting(job, plans, now),
+    }
+
+
+def plan_row(plan: TrainingPlan, active: Sequence[ActiveJob], now: float) -> dict:
+    """A training plan, as GET /jobs lists it: its reservation open now (or the next one),
+    how many of its instances count now and how many the queue's jobs use."""
+    shown = plan.reservation(now) or next((r for r in plan.reservations if r.start > now), None)
+    return {
+        "name": plan.name,
+        "arn": plan.arn,
+        "instance_type": plan.instance_type,
+        "status": plan.status,
+        "reserved": plan.capacity(now),
+        "in_use": sum(j.demand.get(plan.instance_type, 0) for j in active if j.plan == plan.arn),
+        "window": None
+        if shown is None
+        else {
+            "start": iso(shown.start),
+            "end": iso(shown.end),
+            "usable_until": iso(shown.usable_until),
+            "instances": shown.count,
+        },
+        "reservations": [
+            {"instances": r.count, "start": iso(r.start), "end": iso(r.end)}
+            for r in plan.reservations
+        ],
+        "error": plan.error,
+        "read_at": iso(plan.read_at),
     }
 
 

@@ -38,7 +38,10 @@ def queue_table(jobs: list[dict]) -> str:
 def instances_text(job: dict) -> str:
     """What a job runs on, per instance type: ``1 x ml.p5.48xlarge + 2 x ml.c5.18xlarge``."""
     instances = job.get("instances") or {job["instance_type"]: job["instance_count"]}
-    return " + ".join(f"{count} x {itype}" for itype, count in instances.items())
+    text = " + ".join(f"{count} x {itype}" for itype, count in instances.items())
+    if job.get("training_plan"):
+        text += f" on plan {job['training_plan'].rsplit('/', 1)[-1]}"
+    return text
 
 
 def pool_lines(pools: list[dict]) -> list[str]:
@@ -49,6 +52,26 @@ def pool_lines(pools: list[dict]) -> list[str]:
         + (f" (share {p['share']})" if p.get("share") else "")
         for p in pools
     ]
+
+
+def plan_lines(plans: list[dict]) -> list[str]:
+    """Training plans of GET /jobs, a line each: the window open now (or next), how many
+    reserved instances count and how many the queue uses, and any problem."""
+    lines = []
+    for p in plans:
+        line = f"training plan {p['name']} ({p['instance_type']}, {p['status']}): "
+        window = p.get("window")
+        if p["reserved"]:
+            line += f"{p['in_use']} of {p['reserved']} reserved in use, until "
+            line += f"{window['usable_until']} (ends {window['end']})"
+        elif window:
+            line += f"{window['instances']} reserved from {window['start']} to {window['end']}"
+        else:
+            line += "no reservation left"
+        if p.get("error"):
+            line += f" — {p['error']}"
+        lines.append(line)
+    return lines
 
 
 def outside_lines(outside: list[dict]) -> list[str]:

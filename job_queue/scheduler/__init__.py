@@ -7,7 +7,9 @@
 * :mod:`~job_queue.scheduler.shares`, :mod:`~job_queue.scheduler.share_planner` — quota
   shares: the ledger, and the pass with shares;
 * :mod:`~job_queue.scheduler.victims` — the one victim search both passes use;
-* :mod:`~job_queue.scheduler.instances` — free and releasing instances (both passes).
+* :mod:`~job_queue.scheduler.instances` — free and releasing instances (both passes);
+* :mod:`~job_queue.scheduler.reservations` — training plans: when reserved instances count,
+  who may use them, who must leave them.
 """
 
 from job_queue.scheduler.order import positions, preemption_order, queue_order

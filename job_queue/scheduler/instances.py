@@ -30,8 +30,10 @@ def free_and_releasing(
                 free[itype] -= count
                 if job.state.is_stopping:
                     releasing[itype] += count
-    # Capacity lowered below what is in use: nothing is free, nothing is owed.
-    return {itype: max(0, n) for itype, n in free.items()}, releasing
+    # Capacity lowered below what is in use (or a reservation ending): nothing is free, and
+    # stops free only what the capacity still has room for.
+    owed = {itype: min(releasing[itype], max(0, n + releasing[itype])) for itype, n in free.items()}
+    return {itype: max(0, n) for itype, n in free.items()}, owed
 
 
 def release(releasing: dict[str, int], demand: Demand) -> None:
@@ -47,3 +49,12 @@ def take(free: dict[str, int], releasing: dict[str, int], demand: Demand) -> Non
         from_free = min(free[itype], count)
         free[itype] -= from_free
         releasing[itype] -= min(releasing[itype], count - from_free)
+
+
+def shortfall(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
+    """The instances of ``demand`` that ``available`` lacks, per type."""
+    return {
+        itype: count - available[itype]
+        for itype, count in demand.items()
+        if count > available[itype]
+    }

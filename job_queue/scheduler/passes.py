@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from job_queue.scheduler.planner import DEFAULT_POLICY, Planner
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.share_planner import SharePlanner
 from job_queue.scheduler.shares import Share
 from job_queue.scheduler.snapshot import (
@@ -59,13 +60,15 @@ def make_planner(
     shares: Sequence[Share] = (),
     pools: Iterable[WarmPool] = (),
     outside: Iterable[OutsideJob] = (),
+    plans: Sequence[TrainingPlan] = (),
 ) -> SchedulingPass:
     """The single queue's :class:`Planner`, or with quota shares a :class:`SharePlanner`
     (whose capacity is the sum of the shares' limits); ``pools`` the idle warm pools,
-    ``outside`` the jobs on capped types the queue did not start."""
+    ``outside`` the jobs on capped types the queue did not start, ``plans`` the training
+    plans of the capacity (single queue only: the settings refuse them with shares)."""
     if shares:
         return SharePlanner(active, shares, now, policy, pools, outside)
-    return Planner(active, capacity, now, policy, pools, outside)
+    return Planner(active, capacity, now, policy, pools, outside, plans)
 
 
 def plan(
@@ -77,9 +80,10 @@ def plan(
     shares: Sequence[Share] = (),
     pools: Iterable[WarmPool] = (),
     outside: Iterable[OutsideJob] = (),
+    plans: Sequence[TrainingPlan] = (),
 ) -> Plan:
     """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
-    planner = make_planner(active, capacity, now, policy, shares, pools, outside)
+    planner = make_planner(active, capacity, now, policy, shares, pools, outside, plans)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:

@@ -26,19 +26,24 @@ Rules, in queue order (priority high to low, then submission order):
   bound to end before that time (EASY backfilling). Behind a reservation, jobs only
   backfill (on free instances, their own warm pool, or pools released for them); they do not
   preempt.
+* With training plans, a job is counted on the best place it may start (a plan's reserved
+  instances before on-demand ones; see :mod:`~job_queue.scheduler.reservations`), and the
+  rules above apply to each place apart. A job that can start nowhere waits for all of them.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from job_queue.models import Demand, JobState
-from job_queue.scheduler.instances import free_and_releasing, release, take
+from job_queue.scheduler import reservations
+from job_queue.scheduler.instances import free_and_releasing, release, shortfall, take
 from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.pools import IdlePools, pools_to_release
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import (
     ActiveJob,
     OutsideJob,
@@ -77,16 +82,22 @@ class Planner:
         policy: Policy = DEFAULT_POLICY,
         pools: Iterable[WarmPool] = (),
         outside: Iterable[OutsideJob] = (),
+        plans: Sequence[TrainingPlan] = (),
     ) -> None:
-        self._capacity = dict(capacity)
+        self._plans = tuple(plans)
+        self._capacity = reservations.with_plans(capacity, self._plans, now)
         self._now = now
         self._policy = policy
-        active = list(active)
+        active = [reservations.on_plan(job, self._plans) for job in active]
         self._pools = IdlePools(pools, now)
         self._free, self._releasing = free_and_releasing(
             self._capacity, active, self._pools.held, outside
         )
-        self._running = [job for job in active if job.state is JobState.RUNNING]
+        self._preemptions = reservations.ending(active, self._plans, now)
+        ending = {p.victim.name for p in self._preemptions}
+        self._running = [
+            job for job in active if job.state is JobState.RUNNING and job.name not in ending
+        ]
         self._sorted_candidates: list[ActiveJob] | None = None  # sorted when first needed
         self._held_types: set[str] = set()  # closed: no later job of these types starts
         self._reserved: dict[str, float] = {}  # type -> when a held job may start (backfill)
@@ -94,10 +105,12 @@ class Planner:
         self._victims: set[str] = set()
         self._backfill_examined = 0
         self._starts: list[WaitingJob] = []
-        self._preemptions: list[Preemption] = []
         self._releases: list[Release] = []
         self._warm: dict[str, WarmPool] = {}
         self._deferred: dict[str, _Deferral] = {}  # type -> jobs letting matches go first
+        self._on_plans: dict[str, str] = {}  # job -> the plan it was placed on
+        self._unplaced: dict[str, WaitingJob] = {}  # job -> as offered (its demand by type)
+        self._alternatives: dict[str, list[WaitingJob]] = {}  # job -> other places it waits for
 
     @property
     def open_types(self) -> frozenset[str]:
@@ -122,21 +135,72 @@ class Planner:
         still worth reading, for readers that pull the queue lazily. The single queue has
         one partition per type: ``share`` (always None here) does not matter."""
         still_open = self.open_types
-        return bool(still_open) if itype == "*" else itype in still_open
+        if itype == "*":
+            return bool(still_open)
+        return any(reservations.key_type(key) == itype for key in still_open)
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""
         if job.not_before > self._now:
             return
+        job = self._place(job)
+        if job is None:
+            return  # it waits for a training plan that could take it
         if self._deferred and self._defers(job):
             return
         self._offer(job, may_defer=True)
+
+    def _place(self, job: WaitingJob) -> WaitingJob | None:
+        """The job counted where it should start: the first of its options (training plans
+        that admit it, then on-demand) where it fits now, else the first where stops would
+        make room, else the first, and it waits for all of them."""
+        options = reservations.options(job, self._capacity, self._plans, self._now)
+        if not options:
+            return None
+        chosen = options[0]
+        if len(options) > 1:
+            found = next((o for o in options if self._fits_now(o[1])), None)
+            found = found or next((o for o in options if self._room_after_stops(o[1])), None)
+            if found is None:
+                self._alternatives[job.name] = [placed for _, placed in options[1:]]
+            chosen = found or chosen
+        arn, placed = chosen
+        if arn is not None:
+            self._on_plans[job.name], self._unplaced[job.name] = arn, job
+        return placed
+        chosen = next((o for o in options if self._fits_now(o[1])), None)
+        chosen = chosen or next((o for o in options if self._room_after_stops(o[1])), None)
+        if chosen is None:
+            chosen = options[0]
+            self._alternatives[job.name] = [placed for _, placed in options[1:]]
+        arn, placed = chosen
+        if arn is not None:
+            self._on_plans[job.name], self._unplaced[job.name] = arn, job
+        return placed
+
+    def _fits_now(self, job: WaitingJob) -> bool:
+        if any(key in self._held_types for key in job.demand):
+            return False
+        reserved_from = min((self._reserved.get(k, math.inf) for k in job.demand), default=math.inf)
+        if self._bound_end(job) > reserved_from:
+            return False
+        return self._pools.matching(job) is not None or not shortfall(job.demand, self._free)
+
+    def _room_after_stops(self, job: WaitingJob) -> bool:
+        if any(key in self._held_types or key in self._reserved for key in job.demand):
+            return False
+        missing = shortfall(job.demand, self._free)
+        if pools_to_release(self._pools.of_types(missing), missing) is not None:
+            return True
+        uncovered = shortfall(missing, self._releasing)
+        return not uncovered or self._make_room(job, uncovered) is not None
 
     def _offer(self, job: WaitingJob, may_defer: bool) -> None:
         if any(itype not in self._capacity for itype in job.demand):
             return  # its type lost its capacity after it was queued; it cannot start
         if any(itype in self._held_types for itype in job.demand):
-            self._held_types.update(job.demand)
+            for placed in [job, *self._alternatives.pop(job.name, ())]:
+                self._held_types.update(placed.demand)
             return
         pool = self._pools.matching(job)
         reserved_from = min((self._reserved.get(t, math.inf) for t in job.demand), default=math.inf)
@@ -146,7 +210,7 @@ class Planner:
                 # Backfill: done before the held job can start.
                 if pool is not None:
                     self._start_on(job, pool)
-                elif self._release_for(job, _missing(job.demand, self._free)):
+                elif self._release_for(job, shortfall(job.demand, self._free)):
                     self._start(job)
             # Otherwise it waits; the first held job's reservation stands (as in EASY
             # backfilling, only that job's start is protected).
@@ -155,7 +219,7 @@ class Planner:
             self._start_on(job, pool)
             return
 
-        missing = _missing(job.demand, self._free)
+        missing = shortfall(job.demand, self._free)
         if not missing:
             self._start(job)
             return
@@ -171,7 +235,7 @@ class Planner:
             self._start(job)
             return
 
-        uncovered = _missing(missing, self._releasing)
+        uncovered = shortfall(missing, self._releasing)
         victims: list[ActiveJob] = []
         if uncovered:
             found = self._make_room(job, uncovered)
@@ -180,7 +244,7 @@ class Planner:
                 return
             self._release([h for h in found if isinstance(h, WarmPool)], job)
             victims = [h for h in found if isinstance(h, ActiveJob)]
-            if not victims and not _missing(job.demand, self._free):
+            if not victims and not shortfall(job.demand, self._free):
                 self._start(job)  # on the released pools' instances
                 return
 
@@ -228,12 +292,13 @@ class Planner:
     def _hold(self, job: WaitingJob) -> None:
         """The job waits; later jobs of its types wait too, or, with backfill, may use the
         free instances until it could start."""
-        shadow = self._latest_start(job) if self._policy.backfill else math.inf
-        if shadow == math.inf:
-            self._held_types.update(job.demand)
-            return
-        for itype in job.demand:
-            self._reserved[itype] = min(self._reserved.get(itype, math.inf), shadow)
+        for placed in [job, *self._alternatives.pop(job.name, ())]:
+            shadow = self._latest_start(placed) if self._policy.backfill else math.inf
+            if shadow == math.inf:
+                self._held_types.update(placed.demand)
+                continue
+            for itype in placed.demand:
+                self._reserved[itype] = min(self._reserved.get(itype, math.inf), shadow)
 
     def _latest_start(self, job: WaitingJob) -> float:
         """When the job could start at the latest: running jobs end by their max runtime,
@@ -326,20 +391,14 @@ class Planner:
     def plan(self) -> Plan:
         for itype in list(self._deferred):
             self._end_deferral(itype)
+        started = {job.name for job in self._starts}
         return Plan(
-            starts=tuple(self._starts),
+            starts=tuple(self._unplaced.get(job.name, job) for job in self._starts),
             preemptions=tuple(self._preemptions),
             releases=tuple(self._releases),
             warm=dict(self._warm),
+            plans={n: arn for n, arn in self._on_plans.items() if n in started},
         )
-
-
-def _missing(demand: Demand, available: Mapping[str, int]) -> dict[str, int]:
-    return {
-        itype: count - available[itype]
-        for itype, count in demand.items()
-        if count > available[itype]
-    }
 
 
 @dataclass

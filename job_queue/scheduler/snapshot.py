@@ -71,6 +71,7 @@ class ActiveJob:
     max_runtime: float | None = None  # StoppingCondition.MaxRuntimeInSeconds
     share: str | None = None  # its quota share, when the queue has shares
     helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
+    plan: str | None = None  # the training plan (ARN) it runs on; None: on-demand
 
 
 @dataclass(frozen=True)
@@ -145,12 +146,14 @@ class Preemption:
 @dataclass(frozen=True)
 class Plan:
     """What one scheduling pass decided: idle warm pools to release, running jobs to
-    preempt, and jobs to start now (``warm``: those that start on a pool, by job name)."""
+    preempt, and jobs to start now (``warm``: those that start on a pool, and ``plans``:
+    those that start on a training plan's reserved instances, by job name)."""
 
     starts: tuple[WaitingJob, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     releases: tuple[Release, ...] = ()
     warm: Mapping[str, WarmPool] = field(default_factory=dict)
+    plans: Mapping[str, str] = field(default_factory=dict)  # job name -> training plan ARN
 
     @property
     def empty(self) -> bool:

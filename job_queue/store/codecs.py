@@ -15,10 +15,11 @@ needs, so that a pass never reads a job's request.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.reservations import Reservation, TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store.table import job_key, waiting_key
 
@@ -90,14 +91,18 @@ def waiting_from_item(item: Mapping) -> WaitingJob:
 # -- pool entries -------------------------------------------------------------------------------
 
 
-def active_entry(job: WaitingJob, state: JobState, started_at: float, attempt_name: str) -> dict:
-    """A job's entry in the pool item while it holds instances (keyed by the job's name)."""
+def active_entry(
+    job: WaitingJob, state: JobState, started_at: float, attempt_name: str, plan: str | None
+) -> dict:
+    """A job's entry in the pool item while it holds instances (keyed by the job's name), on
+    the training plan ``plan`` (None: on-demand)."""
     return {
         **_place(job),
         "state": state.value,
         "started_at": started_at,
         "attempt_name": attempt_name,
         **_max_runtime(job),
+        **({} if plan is None else {"plan": plan}),
     }
 
 
@@ -108,6 +113,41 @@ def active_from_entry(name: str, entry: Mapping) -> ActiveJob:
         state=JobState(entry["state"]),
         started_at=float(entry["started_at"]),
         max_runtime=_optional_float(entry.get("max_runtime")),
+        plan=entry.get("plan"),
+    )
+
+
+# -- training plans ---------------------------------------------------------------------------
+
+
+def plans_value(plans: Iterable[TrainingPlan]) -> dict:
+    """The training plans as last read, as the holders item keeps them (keyed by ARN)."""
+    return {
+        plan.arn: {
+            "instance_type": plan.instance_type,
+            "status": plan.status,
+            "reservations": [[r.count, r.start, r.end] for r in plan.reservations],
+            **({} if plan.error is None else {"error": plan.error}),
+            **({} if plan.read_at is None else {"read_at": plan.read_at}),
+        }
+        for plan in plans
+    }
+
+
+def plans_from(value: Mapping) -> tuple[TrainingPlan, ...]:
+    return tuple(
+        TrainingPlan(
+            arn=arn,
+            instance_type=entry["instance_type"],
+            status=entry["status"],
+            reservations=tuple(
+                Reservation(int(n), float(start), float(end))
+                for n, start, end in entry["reservations"]
+            ),
+            error=entry.get("error"),
+            read_at=_optional_float(entry.get("read_at")),
+        )
+        for arn, entry in sorted(value.items())
     )
 
 
@@ -186,6 +226,7 @@ def job_item(job: Job) -> dict:
         "first_started_at": job.first_started_at,
         "ended_at": job.ended_at,
         "warm_pool": job.warm_pool,
+        "training_plan": job.training_plan,
         "submitted_by": job.submitted_by,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
@@ -211,6 +252,7 @@ def job_from_item(item: Mapping) -> Job:
         first_started_at=_optional_float(item.get("first_started_at")),
         ended_at=_optional_float(item.get("ended_at")),
         warm_pool=item.get("warm_pool"),
+        training_plan=item.get("training_plan"),
         submitted_by=item.get("submitted_by"),
         history=tuple(_audit_from(entry) for entry in item.get("history", [])),
     )

@@ -7,6 +7,7 @@ expected state; a lost race raises :class:`~job_queue.errors.StaleState`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from botocore.exceptions import ClientError
@@ -14,6 +15,7 @@ from botocore.exceptions import ClientError
 from job_queue.errors import StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.scheduler import WaitingJob
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.reads import Holders, TableReads, _code
@@ -61,10 +63,12 @@ class DynamoJobStore(TableReads):
         pool_version: int,
         now: float,
         warm: WarmPool | None = None,
+        plan: str | None = None,
     ):
         """waiting → starting: take the job's instances, if the holders are as the plan saw
-        them — on the idle warm pool ``warm``, which is claimed for this attempt, if given."""
-        entry = codecs.active_entry(job, JobState.STARTING, now, sagemaker_name)
+        them — on the idle warm pool ``warm``, which is claimed for this attempt, if given;
+        on the training plan ``plan`` (an ARN), if given."""
+        entry = codecs.active_entry(job, JobState.STARTING, now, sagemaker_name, plan)
         values = {
             ":starting": JobState.STARTING.value,
             ":pending": _PENDING,
@@ -75,14 +79,16 @@ class DynamoJobStore(TableReads):
         holders = "SET active.#name = :entry, version = :next"
         condition = "version = :version"
         names = {"#name": job.name}
-        if warm is None:
-            job_update = "SET #state = :starting, attempt_name = :an, updated_at = :now"
-            job_update += " REMOVE warm_pool"
-        else:
-            job_update = (
-                "SET #state = :starting, attempt_name = :an, updated_at = :now, warm_pool = :wp"
-            )
-            values[":wp"] = warm.name
+        sets = ["#state = :starting", "attempt_name = :an", "updated_at = :now"]
+        removes = []
+        for attribute, value in (("warm_pool", warm and warm.name), ("training_plan", plan)):
+            if value is None:
+                removes.append(attribute)
+            else:
+                sets.append(f"{attribute} = :{attribute}")
+                values[f":{attribute}"] = value
+        job_update = f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else "")
+        if warm is not None:
             holders += ", pools.#pool.claimed_by = :an, pools.#pool.claimed_at = :now"
             condition += f" AND {_IDLE_POOL}"
             names["#pool"] = warm.name
@@ -260,6 +266,17 @@ class DynamoJobStore(TableReads):
                 {":by": pool.claimed_by, ":one": 1},
                 {"#pool": pool.name},
             )
+        )
+
+    def set_plans(self, plans: Iterable[TrainingPlan]) -> None:
+        """Keep the training plans as just read. No version bump: a plan's windows are known
+        ahead, and a pass that read the plans a moment ago decides as this one would."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET plans = :plans",
+            ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeValues=table.ser({":plans": codecs.plans_value(plans)}),
         )
 
     # -- jobs started outside the queue -------------------------------------------------------

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from job_queue.models import Job
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
@@ -37,6 +38,7 @@ class Holders:
     shares_deployed: str | None = None  # the deployed shares they replaced
     shares_changed_by: str | None = None  # who set them, and when
     shares_changed_at: float | None = None
+    plans: tuple[TrainingPlan, ...] = ()  # the training plans as last read
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -83,6 +85,7 @@ class TableReads:
             shares_deployed=holders.get("shares_deployed"),
             shares_changed_by=holders.get("shares_changed_by"),
             shares_changed_at=holders.get("shares_changed_at"),
+            plans=codecs.plans_from(holders.get("plans", {})),
         )
 
     def _create_holders(self, exists: bool) -> None:

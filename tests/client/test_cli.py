@@ -224,7 +224,11 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
             env={**env, **exports},
         )
         assert status.returncode == 0, status.stderr
-        assert "capacity: 1 x ml.g5.xlarge, ml.c5.18xlarge uncapped" in status.stdout
+        assert "on-demand capacity: 1 x ml.g5.xlarge, ml.c5.18xlarge uncapped" in status.stdout
+        # The emulated account's plan is the queue's too.
+        assert "training plan g5-plan (ml.g5.xlarge, Active): 0 of 1 reserved in use" in (
+            status.stdout
+        )
         plan_arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/g5-plan"
         assert f"training plan g5-plan: {plan_arn}\n" in printed
     finally:

@@ -115,7 +115,7 @@ def test_plot_writes_a_chart(capsys, workload, tmp_path):
     [
         (["--capacity", "ml.g5.xlarge=1"], "line 2, column instance_type"),
         (["--capacity", "ml.p5.48xlarge=0"], "line 2, column instance_count"),
-        ([], "--capacity TYPE=N is required"),
+        ([], "--capacity TYPE=N or --plan is required"),
     ],
 )
 def test_errors_exit_1_naming_the_problem(capsys, workload, argv, message):
@@ -205,3 +205,30 @@ def test_a_misspelt_unlimited_is_a_usage_error(capsys, workload):
         main(["simulate", workload, "--capacity", "ml.c5.18xlarge=unlimted"])
     assert exited.value.code == 2
     assert "TYPE=unlimited" in capsys.readouterr().err
+
+
+def test_plans_beside_or_instead_of_capacity(capsys, tmp_path):
+    workload = tmp_path / "w.csv"
+    workload.write_text(
+        "name,submit_s,duration_s,priority,instance_type,instance_count,share,max_runtime_s\n"
+        "a,0,600,0,ml.p5.48xlarge,2,,1000\n"
+        "b,0,600,0,ml.p5.48xlarge,1,,1000\n"
+    )
+    argv = ["simulate", str(workload), "--plan", "ml.p5.48xlarge=2@3600-86400", "--json"]
+    code, out, _ = smq(capsys, *argv)
+    assert code == 0
+    starts = {job["name"]: job["first_start_s"] for job in json.loads(out)["jobs"]}
+    assert starts == {"a": 3600, "b": 4200}  # the reservation opens at 3600, and has 2
+    code, out, _ = smq(capsys, *argv, "--capacity", "ml.p5.48xlarge=1")
+    starts = {job["name"]: job["first_start_s"] for job in json.loads(out)["jobs"]}
+    assert starts == {"a": 3600, "b": 0}  # b fits the on-demand instance at once
+
+
+def test_bad_plans_are_usage_errors_or_name_the_problem(capsys, workload):
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", workload, "--plan", "ml.p5.48xlarge=2@50-10"])
+    assert exited.value.code == 2
+    assert "needs COUNT >= 1 and START_S < END_S" in capsys.readouterr().err
+    overlapping = ["--plan", "ml.p5.48xlarge=2@0-7200", "--plan", "ml.p5.48xlarge=2@3600-9000"]
+    code, _, err = smq(capsys, "simulate", workload, *overlapping)
+    assert code == 1 and "two reservations of ml.p5.48xlarge overlap" in err

@@ -195,7 +195,21 @@ def test_no_wildcard_actions_and_no_sagemaker_full_access(translated):
     sagemaker = [s for s in _function_statements(translated) if "sagemaker:" in json.dumps(s)]
     assert sagemaker
     for statement in sagemaker:
-        assert "training-job/*" in json.dumps(statement["Resource"])
+        # Training jobs, or the training plans listed in TrainingPlanArns: nothing else.
+        resource = json.dumps(statement["Resource"])
+        assert "training-job/*" in resource or resource == '{"Ref": "TrainingPlanArns"}'
+
+
+def test_training_plans_are_described_only_when_configured_and_only_those(template):
+    statements = template["Resources"]["QueueFunction"]["Properties"]["Policies"][0]["Statement"]
+    (plans,) = [
+        s["Fn::If"] for s in statements if "Fn::If" in s and s["Fn::If"][0] == "HasTrainingPlans"
+    ]
+    _, statement, otherwise = plans
+    assert statement["Action"] == "sagemaker:DescribeTrainingPlan"
+    assert statement["Resource"] == {"Ref": "TrainingPlanArns"}
+    assert otherwise == {"Ref": "AWS::NoValue"}
+    assert template["Parameters"]["TrainingPlanArns"]["Default"] == ""
 
 
 def test_warm_pools_are_ended_only_on_the_queues_own_jobs(translated):
@@ -237,6 +251,7 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
         "ADMIN_PRINCIPALS": "AdminPrincipals",
         "CAPPED_INSTANCE_TYPES": "CappedInstanceTypes",
         "ALLOWED_ROLE_ARNS": "AllowedRoleArns",
+        "TRAINING_PLAN_ARNS": "TrainingPlanArns",
     }
     for variable, parameter in settings.items():
         assert variables[variable] == {"Ref": parameter}

@@ -1,5 +1,7 @@
 """The Lambda's settings: read from the environment, refused with a message when wrong."""
 
+import re
+
 import pytest
 
 from job_queue.config import ConfigError, Settings
@@ -20,6 +22,28 @@ def test_a_capacity_entry_may_say_a_type_is_uncapped():
     assert settings.capacity == {"ml.p5.48xlarge": 2}
     assert settings.uncapped == {"ml.c5.18xlarge"}
     assert settings.layout().uncapped == {"ml.c5.18xlarge"}
+
+
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-two-weeks"
+PLAN_B = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-later"
+
+
+def test_a_capacity_entry_may_name_training_plans_beside_a_count():
+    capacity = (
+        f'{{"ml.p5.48xlarge": [1, {{"training_plan": "{PLAN}"}}, {{"training_plan": "{PLAN_B}"}}],'
+        f' "ml.p4d.24xlarge": {{"training_plan": "{PLAN}x"}}}}'
+    )
+    settings = Settings.from_environment(
+        _env(CAPACITY=capacity, TRAINING_PLAN_ARNS=f"{PLAN}, {PLAN_B},{PLAN}x")
+    )
+    # A type with plans only has no on-demand capacity.
+    assert settings.capacity == {"ml.p5.48xlarge": 1, "ml.p4d.24xlarge": 0}
+    assert [(p.instance_type, p.name) for p in settings.training_plans] == [
+        ("ml.p5.48xlarge", "p5-two-weeks"),
+        ("ml.p5.48xlarge", "p5-later"),
+        ("ml.p4d.24xlarge", "p5-two-weeksx"),
+    ]
+    assert settings.layout().plans == settings.training_plans
 
 
 def test_with_shares_capacity_names_only_the_uncapped_types():
@@ -96,7 +120,44 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"MAX_PRIORITY": "10000"}, "MAX_PRIORITY must be from -9999 to 9999"),
         (
             {"CAPACITY": '{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimted"}'},
-            "CAPACITY: ml.c5.18xlarge must have a whole number >= 0 or 'unlimited', got 'unlimted'",
+            "CAPACITY: ml.c5.18xlarge must have a whole number >= 0, 'unlimited' or training plans",
+        ),
+        (
+            {
+                "CAPACITY": '{"ml.p5.48xlarge": {"training_plan": '
+                '"arn:aws:sagemaker:us-east-1:123456789012:training-job/x"}}'
+            },
+            "CAPACITY: ml.p5.48xlarge: 'arn:aws:sagemaker:us-east-1:123456789012:training-job/x' "
+            "is not a SageMaker training-plan ARN",
+        ),
+        (
+            {"CAPACITY": f'{{"ml.p5.48xlarge": {{"plan": "{PLAN}"}}}}'},
+            'CAPACITY: ml.p5.48xlarge: expected {"training_plan": ',
+        ),
+        (
+            {"CAPACITY": f'{{"ml.p5.48xlarge": [1, 2, {{"training_plan": "{PLAN}"}}]}}'},
+            "CAPACITY: ml.p5.48xlarge must list training plans and at most one whole number",
+        ),
+        (
+            {
+                "CAPACITY": f'{{"ml.p5.48xlarge": {{"training_plan": "{PLAN}"}}, '
+                f'"ml.p4d.24xlarge": {{"training_plan": "{PLAN}"}}}}',
+                "TRAINING_PLAN_ARNS": PLAN,
+            },
+            f"CAPACITY: training plan {PLAN} is named more than once",
+        ),
+        (
+            {"CAPACITY": f'{{"ml.p5.48xlarge": {{"training_plan": "{PLAN}"}}}}'},
+            f"CAPACITY: training plan {PLAN} is not in TrainingPlanArns",
+        ),
+        (
+            {
+                "CAPACITY": f'{{"ml.p5.48xlarge": {{"training_plan": "{PLAN}"}}}}',
+                "TRAINING_PLAN_ARNS": PLAN,
+                "SHARES": '[{"name": "a", "capacity": {"ml.p5.48xlarge": 1}, "strategy": '
+                '"LEND", "in_share_preemption": false}]',
+            },
+            "CAPACITY: training plans work with a single queue, not with SHARES",
         ),
         (
             {"CAPACITY": '{"ml.c5.18xlarge": "unlimited"}'},
@@ -109,5 +170,5 @@ def test_defaults_preempt_at_once_and_backfill():
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):
-    with pytest.raises(ConfigError, match=named):
+    with pytest.raises(ConfigError, match=re.escape(named)):
         Settings.from_environment(_env(**overrides))

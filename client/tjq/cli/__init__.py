@@ -10,7 +10,8 @@
     smq submit REQUEST.json [--priority N] [--share S]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
-    smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--json] [--plot F.png]
+    smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
+                 [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -66,6 +67,16 @@ def _training_plan(text: str) -> str:
 
     try:
         plans_from_options([text], 0.0, "us-east-1", "123456789012")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _sim_plan(text: str) -> str:
+    from tjq.simulate.plans import parse_plan
+
+    try:
+        parse_plan(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -243,7 +254,16 @@ def _parser() -> argparse.ArgumentParser:
         type=_capacity,
         action="append",
         metavar="TYPE=N",
-        help="instances per type (repeatable; required)",
+        help="on-demand instances per type, or TYPE=unlimited (repeatable; this or --plan "
+        "is required)",
+    )
+    simulate.add_argument(
+        "--plan",
+        type=_sim_plan,
+        action="append",
+        metavar="TYPE=COUNT@START_S-END_S",
+        help="a training plan's reservation: COUNT reserved instances of TYPE from START_S to "
+        "END_S on the workload's clock (repeatable; a type's reservations form one plan)",
     )
     simulate.add_argument(
         "--stop-latency",

@@ -27,7 +27,9 @@ def local_api(args) -> int:
             return fail(f"--default-share {args.default_share} is not a share in {args.shares}")
     from job_queue.config import UNCAPPED
 
-    given = dict(args.capacity or [("ml.p5.48xlarge", 2)])
+    plan_options = tuple(args.training_plan or ())
+    default = [] if plan_options else [("ml.p5.48xlarge", 2)]
+    given = with_plans(dict(args.capacity or default), plan_options)
     uncapped = {t: UNCAPPED for t, n in given.items() if n == UNCAPPED}
     capacity = given
     if shares:
@@ -47,7 +49,7 @@ def local_api(args) -> int:
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,
-        training_plans=tuple(args.training_plan or ()),
+        training_plans=plan_options,
         **({"allowed_role_arns": roles} if roles else {}),
         **({"admins": tuple(args.admin)} if args.admin else {}),
     )
@@ -58,9 +60,7 @@ def local_api(args) -> int:
     print("training-job-queue local API is up. In the shell that runs your training script:\n")
     for name, value in local.environment().items():
         print(f"export {name}={value}")
-    pool = ", ".join(
-        f"{n} x {t}" if n != UNCAPPED else f"{t} uncapped" for t, n in capacity.items()
-    )
+    pool = ", ".join(_capacity_text(t, n) for t, n in capacity.items())
     print(
         f"\ncapacity: {pool}; jobs run {args.run_seconds:g}s (or their "
         "simulated-run-seconds tag), a stop takes "
@@ -78,26 +78,66 @@ def local_api(args) -> int:
     return 0
 
 
+def with_plans(capacity: dict, plan_options: tuple[str, ...]) -> dict:
+    """``capacity`` with each plan of ``smq local-api --training-plan`` listed under its
+    instance type, beside that type's on-demand count, if any."""
+    from tjq.local.cloud import ACCOUNT, REGION
+    from tjq.local.emulated_plans import plans_from_options
+
+    capacity = dict(capacity)
+    for plan in plans_from_options(plan_options, 0.0, REGION, ACCOUNT):
+        for itype in dict.fromkeys(r.instance_type for r in plan.reservations):
+            entry = capacity.get(itype, [])
+            entry = entry if isinstance(entry, list) else [entry]
+            capacity[itype] = [*entry, {"training_plan": plan.arn}]
+    return capacity
+
+
+def _capacity_text(itype: str, entry) -> str:
+    from job_queue.config import UNCAPPED
+
+    if entry == UNCAPPED:
+        return f"{itype} uncapped"
+    parts = entry if isinstance(entry, list) else [entry]
+    counts = [f"{n} x {itype}" for n in parts if isinstance(n, int)]
+    plans = [
+        f"{itype} on plan {p['training_plan'].rsplit('/', 1)[-1]}"
+        for p in parts
+        if isinstance(p, dict)
+    ]
+    return ", ".join(counts + plans)
+
+
 def simulate(args) -> int:
     from job_queue.config import split_capacity
     from job_queue.scheduler import Policy
     from tjq.simulate.engine import SimSettings, simulate
     from tjq.simulate.metrics import report
+    from tjq.simulate.plans import sim_plans
     from tjq.simulate.workload import WorkloadError, read_workload
 
-    capacity, uncapped = split_capacity(dict(args.capacity or []))
+    capacity, uncapped, _ = split_capacity(dict(args.capacity or []))
+    try:
+        plans = sim_plans(args.plan or ())
+    except ValueError as exc:
+        return fail(str(exc))
     shares = ()
     if args.shares:
-        if capacity:
-            return fail("give --shares or --capacity, not both: the shares make the capacity")
+        if capacity or plans:
+            return fail(
+                "give --shares or --capacity/--plan, not both: the shares make the capacity"
+            )
         from job_queue.scheduler import total_capacity
 
         shares = read_shares(args.shares)
         capacity = total_capacity(shares)
+    capacity.update({plan.instance_type: capacity.get(plan.instance_type, 0) for plan in plans})
     if not capacity:
-        return fail("--capacity TYPE=N is required (for example --capacity ml.p5.48xlarge=2)")
+        return fail(
+            "--capacity TYPE=N or --plan is required (for example --capacity ml.p5.48xlarge=2)"
+        )
     try:
-        jobs = read_workload(args.workload, capacity, shares, uncapped)
+        jobs = read_workload(args.workload, capacity, shares, uncapped, plans)
     except WorkloadError as exc:
         return fail(f"{args.workload}: {exc}")
     settings = SimSettings(
@@ -107,6 +147,7 @@ def simulate(args) -> int:
         start_latency=args.start_latency,
         warm_start_latency=args.warm_start_latency,
         keep_alive_s=args.keep_alive,
+        plans=plans,
         policy=Policy(
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,

@@ -15,7 +15,7 @@ def status(args) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
-    from tjq.table import outside_lines, pool_lines, queue_table
+    from tjq.table import outside_lines, plan_lines, pool_lines, queue_table
 
     print(queue_table(answer["jobs"]))
     pools = [p for p in answer.get("pools", []) if not args.share or p.get("share") == args.share]
@@ -23,9 +23,12 @@ def status(args) -> int:
         print("\n" + "\n".join(pool_lines(pools)))
     if answer.get("outside"):
         print("\n" + "\n".join(outside_lines(answer["outside"])))
+    if answer.get("plans"):
+        print("\n" + "\n".join(plan_lines(answer["plans"])))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     uncapped = "".join(f", {t} uncapped" for t in answer.get("uncapped", []))
-    print(f"\ncapacity: {capacity}{uncapped}")
+    label = "on-demand capacity" if answer.get("plans") else "capacity"
+    print(f"\n{label}: {capacity}{uncapped}")
     return 0
 
 

@@ -168,7 +168,7 @@ class LocalCloud:
         self._endpoint_url = endpoint_url
         # With quota shares, as in the Lambda, their limits make up the capacity; types
         # given as "unlimited" are not capped (and have no emulated account limit).
-        capacity, uncapped = split_capacity(capacity)
+        capacity, uncapped, plans = split_capacity(capacity)
         capacity = total_capacity(shares) if shares else capacity
         self.settings = Settings(
             table_name=table_name,
@@ -182,6 +182,7 @@ class LocalCloud:
             keep_alive_seconds=keep_alive_seconds,
             admin_principals=tuple(admins),
             uncapped=uncapped,
+            training_plans=plans,
             max_priority=max_priority,
         )
         # Only jobs over the queue's capacity would hit these limits: the queue must not.

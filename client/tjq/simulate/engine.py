@@ -11,6 +11,9 @@ It models what the queue and SageMaker do, in the order the real system does it:
 * a preempted job keeps its place in line and resumes from its last checkpoint (or zero);
 * with a minimum run time, a pass also runs when a started job's protection ends (the
   Lambda's one-minute sweep does that, up to a minute later);
+* a training plan's reserved instances count while a reservation is open (a pass runs as
+  one opens or stops counting); jobs on a plan leave no warm pool, and one still running
+  as its reservation ends is preempted and requeued, as in the Lambda;
 * an attempt of a job with a keep-alive leaves a warm pool when it ends (SageMaker's warm-pool
   quota is assumed to allow it): the pool holds the instances until it expires, is
   released (its instances free at once) or a job starts on it -- a job whose configuration
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 
 from job_queue.models import JobState, Outcome
-from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order
+from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order, reservations
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -46,8 +49,8 @@ from tjq.simulate.workload import WorkloadJob
 __all__ = ["Decision", "SimResult", "SimSettings", "queue_decision", "simulate"]
 
 # At equal times, attempts end, then jobs arrive, then protections end, then refused starts
-# are retried.
-_ENDED, _SUBMITTED, _UNPROTECTED, _RETRY = 0, 1, 2, 3
+# are retried, then reservations open or close.
+_ENDED, _SUBMITTED, _UNPROTECTED, _RETRY, _RESERVATION = 0, 1, 2, 3, 4
 RETRY_SECONDS = 60.0
 
 
@@ -59,9 +62,9 @@ Decide = Callable[
 ]
 
 
-def queue_decision(active, waiting, capacity, now, policy, pools=(), shares=()) -> Plan:
+def queue_decision(active, waiting, capacity, now, policy, pools=(), shares=(), plans=()) -> Plan:
     """The queue's own pass: the Lambda's planner, reading the queue only as far as needed."""
-    return plan(waiting, active, capacity, now, policy, shares, pools)
+    return plan(waiting, active, capacity, now, policy, shares, pools, plans=plans)
 
 
 def simulate(
@@ -75,7 +78,7 @@ def simulate(
     ``decide`` is the scheduling pass; the default is the queue's own (with the settings'
     quota shares), the baselines of the benchmark pass theirs.
     """
-    decide = decide or partial(queue_decision, shares=settings.shares)
+    decide = decide or partial(queue_decision, shares=settings.shares, plans=settings.plans)
     return _Replay(jobs, settings, progress, decide).run()
 
 
@@ -118,8 +121,13 @@ class _Replay:
         self.idle = 0.0
         self.depth: list[tuple[float, int]] = []
         self.progress = progress
+        self.on_plan: dict[int, str] = {}  # running job -> the plan it runs on
         for index in self.order:
             self._push(jobs[index].submit_s, _SUBMITTED, index, 0)
+        for training_plan in settings.plans:
+            for r in training_plan.reservations:
+                self._push(r.start, _RESERVATION, 0, 0)
+                self._push(r.usable_until, _RESERVATION, 0, 0)
 
     def run(self) -> SimResult:
         handled, total = 0, len(self.results)
@@ -139,6 +147,8 @@ class _Replay:
                     continue  # nobody waits to preempt it, or it ended already
             elif kind == _RETRY:
                 self.retry_pending = False
+            elif kind == _RESERVATION:
+                pass  # a pass counts the plan's instances anew
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
@@ -180,7 +190,8 @@ class _Replay:
         attempt.end = now
         del self.active[index]
         del self.active_view[index]
-        self._leave_pool(index, attempt, now)
+        if self.on_plan.pop(index, None) is None:
+            self._leave_pool(index, attempt, now)  # a plan's reservation keeps no pool
         if state == JobState.PREEMPTING:
             attempt.outcome = Outcome.PREEMPTED
             result.preemptions += 1
@@ -215,10 +226,12 @@ class _Replay:
         for waiting in decided.starts:
             index = self.waiting[queue_order(waiting)]
             planned = decided.warm.get(waiting.name)
-            pool = planned.name if planned else self._matching_pool(waiting)
+            on_plan = decided.plans.get(waiting.name)
+            # A job on a plan starts on neither a pool nor on-demand instances.
+            pool = planned.name if planned else None if on_plan else self._matching_pool(waiting)
             # Every pass counts what jobs hold; only one blind to pools plans a start that
             # may not fit.
-            if pool is None and self.pools and not self._fits(waiting):
+            if pool is None and not on_plan and self.pools and not self._fits(waiting):
                 self.results[index].refused_starts += 1  # it stays in line
                 if not self.retry_pending:
                     self.retry_pending = True
@@ -227,6 +240,8 @@ class _Replay:
             del self.waiting[queue_order(waiting)]
             if pool is not None:
                 self._end_pool(pool, now, "reused")
+            if on_plan:
+                self.on_plan[index] = on_plan
             self._start(index, now, warm=pool is not None)
 
     def _start(self, index: int, now: float, warm: bool = False) -> None:
@@ -286,6 +301,7 @@ class _Replay:
             attempt.start,
             max_runtime=spec.max_runtime_s,
             share=spec.share if self.settings.shares else None,
+            plan=self.on_plan.get(index),
         )
 
     # -- warm pools -------------------------------------------------------------------------
@@ -321,19 +337,23 @@ class _Replay:
         return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
 
     def _fits(self, job: WaitingJob) -> bool:
-        """Whether the job's instances are free (neither held by a job nor by a pool)."""
-        free = self._free()
+        """Whether the job's on-demand instances are free (held by neither job nor pool)."""
+        free = self._free(None)
         return all(count <= free[itype] for itype, count in job.demand.items())
 
-    def _free(self) -> dict[str, int]:
+    def _free(self, now: float | None) -> dict[str, int]:
+        """Free instances per capacity key: on-demand per type, and (at ``now``) per plan."""
+        plans = self.settings.plans if now is not None else ()
+        active = [reservations.on_plan(job, plans) for job in self.active_view.values()]
+        capacity = reservations.with_plans(self.capacity, plans, now or 0.0)
         pools = [pool for pool, _ in self.pools.values()]
-        free, _ = free_and_releasing(self.capacity, self.active_view.values(), pools)
+        free, _ = free_and_releasing(capacity, active, pools)
         return free
 
     def _account_idle(self, start: float, end: float) -> None:
         if not self.waiting_keys:
             return
-        free = self._free()
-        for itype, sizes in self.waiting_sizes.items():
-            if free[itype] > 0 and sizes and min(sizes) <= free[itype]:
-                self.idle += free[itype] * (end - start)
+        for key, free in self._free(start).items():
+            sizes = self.waiting_sizes[reservations.key_type(key)]
+            if free > 0 and sizes and min(sizes) <= free:
+                self.idle += free * (end - start)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from job_queue.models import JobState, Outcome
 from job_queue.scheduler import Policy, Share
+from job_queue.scheduler.reservations import TrainingPlan
 from tjq.simulate.workload import WorkloadJob
 
 
@@ -22,6 +23,7 @@ class SimSettings:
     shares: tuple[Share, ...] = ()
     keep_alive_s: float = 0.0  # the KeepAliveSeconds setting: for jobs that set none
     warm_start_latency: float = 0.0
+    plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity (simulated times)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
 from job_queue.request import validate_submission
 from job_queue.scheduler import Share, total_capacity
+from job_queue.scheduler.reservations import TrainingPlan
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
 OPTIONAL = ("share", "max_runtime_s", "checkpoint_s", "keep_alive_s", "warm_key")
@@ -83,12 +84,13 @@ def read_workload(
     capacity: Mapping[str, int],
     shares: Sequence[Share] = (),
     uncapped: frozenset[str] = frozenset(),
+    plans: Sequence[TrainingPlan] = (),
 ) -> list[WorkloadJob]:
     """The jobs of a workload file, checked against ``capacity`` (and ``shares``;
-    ``uncapped`` types count against nothing)."""
+    ``uncapped`` types count against nothing; ``plans`` add reserved capacity)."""
     try:
         with open(path, newline="") as file:
-            return parse_workload(file, capacity, shares, uncapped)
+            return parse_workload(file, capacity, shares, uncapped, plans)
     except OSError as exc:
         raise WorkloadError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -98,6 +100,7 @@ def parse_workload(
     capacity: Mapping[str, int],
     shares: Sequence[Share] = (),
     uncapped: frozenset[str] = frozenset(),
+    plans: Sequence[TrainingPlan] = (),
 ) -> list[WorkloadJob]:
     """Parse CSV text; raises WorkloadError naming the first bad line and column."""
     reader = csv.DictReader(lines)
@@ -116,7 +119,7 @@ def parse_workload(
     layout = (
         Layout(total_capacity(shares), tuple(shares), uncapped=uncapped)
         if shares
-        else Layout(capacity, uncapped=uncapped)
+        else Layout(capacity, uncapped=uncapped, plans=tuple(plans))
     )
     for line, row in enumerate(reader, start=2):
         job = _job(row, line)
