@@ -75,12 +75,13 @@ def handle(event: dict, context, deps: Dependencies) -> dict | None:
     """Process one event with the given dependencies (the local runner passes its own)."""
     service = QueueService(deps.store, deps.sagemaker, deps.settings, deps.clock)
     try:
+        kind = event.get("detail-type")
         if not deps.plans_read.is_set():
-            service.refresh_plans()
+            if kind != SCHEDULED:  # the sweep reads them anyway
+                service.refresh_plans()
             deps.plans_read.set()
         if "httpMethod" in event:
             return make_app(service).resolve(event, context)
-        kind = event.get("detail-type")
         if kind == STATE_CHANGE:
             service.on_state_change(event.get("detail") or {})
         elif kind == SCHEDULED:

@@ -59,7 +59,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         # then the waiting queue in the order jobs will start.
         active = sorted(held.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
-        plans = service.plans(held)
+        plans = layout.plans
         places = zip(waiting, positions(waiting), strict=True)
         rows += [waiting_row(j, p, now, plans) for j, p in places]
         pools = [pool_row(p, now) for p in held.idle_pools(now)]

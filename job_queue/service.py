@@ -31,7 +31,6 @@ from job_queue.scheduler import (
     make_planner,
     total_capacity,
 )
-from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
@@ -361,7 +360,7 @@ class QueueService:
             layout.shares,
             pools,
             held.outside,
-            self.plans(held),
+            layout.plans,
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
@@ -373,11 +372,6 @@ class QueueService:
         return held, planner.plan()
 
     # -- training plans ----------------------------------------------------------------------
-
-    def plans(self, held: Holders | None = None) -> list[TrainingPlan]:
-        """The training plans of the capacity, as last read."""
-        known = (held or self.store.holders()).plans if self.settings.training_plans else ()
-        return plans.current(self.settings.training_plans, known)
 
     def refresh_plans(self) -> None:
         """Read every training plan again (at cold start and in the sweep, never per event):

@@ -108,8 +108,8 @@ class Planner:
         self._releases: list[Release] = []
         self._warm: dict[str, WarmPool] = {}
         self._deferred: dict[str, _Deferral] = {}  # type -> jobs letting matches go first
-        self._on_plans: dict[str, str] = {}  # job -> the plan it was placed on
-        self._unplaced: dict[str, WaitingJob] = {}  # job -> as offered (its demand by type)
+        # job -> the plan (ARN) it was placed on, and the job as offered (demand by type)
+        self._on_plans: dict[str, tuple[str, WaitingJob]] = {}
         self._alternatives: dict[str, list[WaitingJob]] = {}  # job -> other places it waits for
 
     @property
@@ -166,16 +166,7 @@ class Planner:
             chosen = found or chosen
         arn, placed = chosen
         if arn is not None:
-            self._on_plans[job.name], self._unplaced[job.name] = arn, job
-        return placed
-        chosen = next((o for o in options if self._fits_now(o[1])), None)
-        chosen = chosen or next((o for o in options if self._room_after_stops(o[1])), None)
-        if chosen is None:
-            chosen = options[0]
-            self._alternatives[job.name] = [placed for _, placed in options[1:]]
-        arn, placed = chosen
-        if arn is not None:
-            self._on_plans[job.name], self._unplaced[job.name] = arn, job
+            self._on_plans[job.name] = (arn, job)
         return placed
 
     def _fits_now(self, job: WaitingJob) -> bool:
@@ -391,13 +382,15 @@ class Planner:
     def plan(self) -> Plan:
         for itype in list(self._deferred):
             self._end_deferral(itype)
-        started = {job.name for job in self._starts}
+        on_plans = {
+            j.name: self._on_plans[j.name] for j in self._starts if j.name in self._on_plans
+        }
         return Plan(
-            starts=tuple(self._unplaced.get(job.name, job) for job in self._starts),
+            starts=tuple(on_plans[j.name][1] if j.name in on_plans else j for j in self._starts),
             preemptions=tuple(self._preemptions),
             releases=tuple(self._releases),
             warm=dict(self._warm),
-            plans={n: arn for n, arn in self._on_plans.items() if n in started},
+            plans={name: arn for name, (arn, _) in on_plans.items()},
         )
 
 

@@ -134,7 +134,9 @@ def options(
     plan that admits it, then (None, the job) on on-demand capacity if that could ever hold
     it. None of them: it waits for a plan, and holds nobody back meanwhile. A job that needs
     several capped types, or a type without plans, runs on on-demand capacity only."""
-    ((itype, count),) = job.demand.items() if len(job.demand) == 1 else ((None, 0),)
+    if len(job.demand) != 1:
+        return [(None, job)]
+    ((itype, count),) = job.demand.items()
     typed = [plan for plan in plans if plan.instance_type == itype]
     if not typed:
         return [(None, job)]

@@ -231,7 +231,7 @@ class _Replay:
             pool = planned.name if planned else None if on_plan else self._matching_pool(waiting)
             # Every pass counts what jobs hold; only one blind to pools plans a start that
             # may not fit.
-            if pool is None and not on_plan and self.pools and not self._fits(waiting):
+            if pool is None and not on_plan and self.pools and not self._fits(waiting, now):
                 self.results[index].refused_starts += 1  # it stays in line
                 if not self.retry_pending:
                     self.retry_pending = True
@@ -336,16 +336,16 @@ class _Replay:
             return None
         return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
 
-    def _fits(self, job: WaitingJob) -> bool:
+    def _fits(self, job: WaitingJob, now: float) -> bool:
         """Whether the job's on-demand instances are free (held by neither job nor pool)."""
-        free = self._free(None)
+        free = self._free(now)
         return all(count <= free[itype] for itype, count in job.demand.items())
 
-    def _free(self, now: float | None) -> dict[str, int]:
-        """Free instances per capacity key: on-demand per type, and (at ``now``) per plan."""
-        plans = self.settings.plans if now is not None else ()
+    def _free(self, now: float) -> dict[str, int]:
+        """Free instances per capacity key: on-demand per type, and per plan at ``now``."""
+        plans = self.settings.plans
         active = [reservations.on_plan(job, plans) for job in self.active_view.values()]
-        capacity = reservations.with_plans(self.capacity, plans, now or 0.0)
+        capacity = reservations.with_plans(self.capacity, plans, now)
         pools = [pool for pool, _ in self.pools.values()]
         free, _ = free_and_releasing(capacity, active, pools)
         return free
