@@ -3,7 +3,7 @@
     python bench/run.py            # everything (a few minutes on 2 cores)
     python bench/run.py --quick    # smaller depths and no full-trace replay
 
-Writes bench/results/{quality,shares,warm_pools,cost,speed}.{md,json} and prints the
+Writes bench/results/{quality,shares,warm_pools,cost,outlook,speed}.{md,json} and prints the
 tables.
 """
 
@@ -22,6 +22,7 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
 from cost import cost, cost_table
+from outlook import outlook, outlook_table
 from quality import quality, quality_table, shares_comparison, shares_table
 from speed import speed, speed_table
 from warm import warm_pools, warm_pools_table
@@ -44,6 +45,12 @@ def main() -> None:
             "Cost per scheduling pass",
             lambda: cost([10, 100] if args.quick else [10, 100, 1000, 10000]),
             cost_table,
+        ),
+        (
+            "outlook",
+            "Expected start times",
+            lambda: outlook([10, 100] if args.quick else [10, 100, 1000, 10000]),
+            outlook_table,
         ),
         ("speed", "Speed", lambda: speed(full_trace=not args.quick), speed_table),
     ]

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from aws_lambda_powertools import Logger
+from botocore.exceptions import ClientError
 
 from job_queue import lifecycle, outside, plans
 from job_queue.errors import SageMakerError, StaleState
-from job_queue.models import Action, AuditEntry, Job, JobState
+from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
 from job_queue.report import Report
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
@@ -187,6 +188,8 @@ class Actions:
                 if failure_reason is not None:
                     changes["failure_reason"] = failure_reason
                 self.store.settle(job, state, now, pool=pool, **changes)
+                if state is JobState.COMPLETED and attempts:
+                    self._record_run(job, attempts[-1])
                 log = {"job": job.name, "sagemaker_job": job.attempt_name}
                 logger.info(f"job {state}" + (", leaving a warm pool" if pool else ""), extra=log)
             case lifecycle.BackOff(not_before, failures, last_error, attempts):
@@ -206,6 +209,14 @@ class Actions:
             case lifecycle.Stop(why):
                 logger.info(f"stopping: {why}", extra={"job": job.name})
                 self.sagemaker.stop(job.attempt_name)
+
+    def _record_run(self, job: Job, attempt: Attempt) -> None:
+        """Add a completed job's last attempt to the run times that expected starts use; a
+        failed write costs one sample, never the job."""
+        try:
+            self.store.record_run(job.demand, job.priority, attempt.ended_at - attempt.started_at)
+        except ClientError as exc:
+            logger.warning(f"could not record the run time: {exc}", extra={"job": job.name})
 
     def act_on_outside(self, decision: outside.Hold | outside.Forget | None) -> bool:
         """Write a decision about a job started outside the queue; True if it freed

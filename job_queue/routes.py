@@ -45,8 +45,9 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     @app.post("/add-job")
     def add_job():
         submitted = service.submit(parse_body(app.current_event.body), caller())
+        detail = job_detail(submitted.job, submitted.position, service.clock(), submitted.expected)
         body = {
-            "job": job_detail(submitted.job, submitted.position, service.clock()),
+            "job": detail,
             "position": submitted.position,
         }
         return _json(201 if submitted.created else 200, body)
@@ -60,8 +61,9 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         active = sorted(held.jobs, key=preemption_order, reverse=True)
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
         plans = layout.plans
+        expected = service.expected_starts(held, layout, waiting)
         places = zip(waiting, positions(waiting), strict=True)
-        rows += [waiting_row(j, p, now, plans) for j, p in places]
+        rows += [waiting_row(j, p, now, plans, expected.get(j.name)) for j, p in places]
         pools = [pool_row(p, now) for p in held.idle_pools(now)]
         outside = [outside_row(j, now) for j in held.outside]
         listing = {"jobs": rows, "pools": pools, "outside": outside}
@@ -88,7 +90,10 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     @app.get("/jobs/<name>")
     def get_job(name: str):
         job = service.get(name)
-        return _json(200, {"job": job_detail(job, service.position(job), service.clock())})
+        detail = job_detail(
+            job, service.position(job), service.clock(), service.expected_start(job)
+        )
+        return _json(200, {"job": detail})
 
     @app.delete("/jobs/<name>")
     def cancel_job(name: str):

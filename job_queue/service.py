@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, lifecycle, outside, plans, tags, warm_pools
+from job_queue import access, lifecycle, outlook, outside, plans, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
@@ -31,6 +31,7 @@ from job_queue.scheduler import (
     make_planner,
     total_capacity,
 )
+from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
@@ -49,6 +50,7 @@ class Submitted:
     job: Job
     position: int | None
     created: bool
+    expected: ExpectedStart | None = None
 
 
 class QueueService:
@@ -127,6 +129,22 @@ class QueueService:
 
     def position(self, job: Job) -> int | None:
         return self.store.position(job) if job.state.is_waiting else None
+
+    def expected_starts(
+        self, held: Holders, layout: Layout, waiting: list[WaitingJob] | None = None
+    ) -> dict[str, ExpectedStart]:
+        """When each waiting job is expected to start (see :mod:`job_queue.outlook`)."""
+        return outlook.expected_starts(
+            self.store, self.settings, held, layout, self.clock(), waiting
+        )
+
+    def expected_start(self, job: Job) -> ExpectedStart | None:
+        """When a waiting job is expected to start (None: it is not waiting, or beyond the
+        replay's horizon)."""
+        if not job.state.is_waiting:
+            return None
+        held = self.store.holders()
+        return self.expected_starts(held, self.layout(held)).get(job.name)
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
@@ -388,4 +406,4 @@ class QueueService:
         return access.ceiling(self.settings.max_priority, layout.share(share))
 
     def _submitted(self, job: Job, created: bool) -> Submitted:
-        return Submitted(job, self.position(job), created)
+        return Submitted(job, self.position(job), created, self.expected_start(job))

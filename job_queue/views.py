@@ -10,6 +10,7 @@ from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.plans import NOT_READ
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.scheduler.reservations import ENDED, TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -83,14 +84,29 @@ def _instances(demand: Demand, helpers: Demand | None = None) -> dict:
     }
 
 
-def job_detail(job: Job, position: int | None, now: float) -> dict:
-    """GET /jobs/{name}: the job, its place in the queue, and every SageMaker job it ran as."""
+def expected_row(expected: ExpectedStart | None) -> dict | None:
+    """A waiting job's expected start, as the API shows it (None: not foreseen)."""
+    if expected is None:
+        return None
+    return {
+        "at_latest": iso(expected.at_latest),
+        "likely": iso(expected.likely),
+        "based_on": expected.based_on,
+    }
+
+
+def job_detail(
+    job: Job, position: int | None, now: float, expected: ExpectedStart | None = None
+) -> dict:
+    """GET /jobs/{name}: the job, its place in the queue (and when it is expected to start),
+    and every SageMaker job it ran as."""
     return {
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
         "share": job.share,
         "position": position,
+        "expected_start": expected_row(expected),
         **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "first_started_at": iso(job.first_started_at),
@@ -155,15 +171,21 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
 
 
 def waiting_row(
-    job: WaitingJob, position: int, now: float, plans: Sequence[TrainingPlan] = ()
+    job: WaitingJob,
+    position: int,
+    now: float,
+    plans: Sequence[TrainingPlan] = (),
+    expected: ExpectedStart | None = None,
 ) -> dict:
-    """A pending job, as a row of GET /jobs (with what the plans of its type say of it)."""
+    """A pending job, as a row of GET /jobs (with what the plans of its type say of it, and
+    when it is expected to start)."""
     return {
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
         "share": job.share,
         "position": position,
+        "expected_start": expected_row(expected),
         **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),

@@ -16,6 +16,7 @@ import copy
 from datetime import UTC, datetime
 
 from job_queue.models import JobState
+from tjq.progress import expected_text
 
 # Request fields that DescribeTrainingJob does not return.
 _REQUEST_ONLY = ("Tags",)
@@ -73,6 +74,9 @@ def _queue_status(job: dict, attempt: dict | None) -> tuple[str, str, str] | Non
 def _in_line(job: dict, what: str) -> str:
     reason = job.get("waiting_reason")
     where = f"{what} at position {job.get('position')} (priority {job['priority']})"
+    expected = expected_text(job)
+    if expected:
+        where += f", expected to start {expected}"
     return f"{where}: {reason}" if reason else where
 
 

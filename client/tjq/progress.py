@@ -5,6 +5,8 @@ Pure functions over the queue's JSON view of a job (GET /jobs/{name}).
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from job_queue.models import JobState
 
 FINISHED = frozenset(state.value for state in JobState if state.is_finished)
@@ -17,7 +19,9 @@ def describe_state(job: dict) -> str:
     state = job["state"]
     if state in WAITING:
         share = f", share {job['share']}" if job.get("share") else ""
-        return f"queued at position {job.get('position')} (priority {job['priority']}{share})"
+        where = f"queued at position {job.get('position')} (priority {job['priority']}{share})"
+        expected = expected_text(job)
+        return f"{where}, expected to start {expected}" if expected else where
     if state in STARTED:
         return f"started as SageMaker job {job['sagemaker_job_name']}{_on_pool(job)}"
     if state == JobState.FAILED:
@@ -64,3 +68,38 @@ def _on_pool(job: dict) -> str:
     if attempts and attempts[-1].get("start") == "warm":
         return f", on the warm pool of {attempts[-1]['warm_pool_of']}"
     return ""
+
+
+def expected_text(job: dict) -> str:
+    """When a waiting job is expected to start, in words: "in ~2 h, at the latest in 9 h"
+    ("" when the queue cannot say). Times are counted from the queue's own clock when it
+    answered (``submitted_at`` + ``waiting_seconds``), not this machine's."""
+    expected = job.get("expected_start")
+    if not expected or job.get("submitted_at") is None:
+        return ""
+    now = _seconds(job["submitted_at"]) + (job.get("waiting_seconds") or 0)
+    likely, latest = expected.get("likely"), expected.get("at_latest")
+    if likely is None:
+        return f"at the latest {_from_now(_seconds(latest) - now)}" if latest else ""
+    plain = _from_now(_seconds(likely) - now)
+    if latest == likely:
+        return plain if plain == "now" else f"{plain} at the latest"
+    text = plain.replace("in ", "in ~", 1)
+    if latest is None:
+        return f"{text} (no bound: a job ahead has no MaxRuntimeInSeconds)"
+    return f"{text}, at the latest {_from_now(_seconds(latest) - now)}"
+
+
+def _from_now(seconds: float) -> str:
+    """in 40 s, in 25 min, in 3 h, in 2 d."""
+    if seconds < 30:
+        return "now"
+    if seconds < 90 * 60:
+        return f"in {max(1, round(seconds / 60))} min"
+    if seconds < 48 * 3600:
+        return f"in {round(seconds / 3600)} h"
+    return f"in {round(seconds / 86400)} d"
+
+
+def _seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from tjq.progress import expected_text
+
 HEADERS = ("Job Name", "State", "Priority", "Position", "Instances", "Time", "SageMaker job")
 SHARE_HEADERS = ("Share", "Strategy", "Instance type", "Limit", "In use", "Borrowed", "Lent")
 
@@ -15,6 +17,7 @@ def queue_table(jobs: list[dict]) -> str:
         return "(the queue is empty)"
     with_share = any(job.get("share") for job in jobs)
     with_reason = any(job.get("waiting_reason") for job in jobs)
+    with_expected = any(job.get("expected_start") for job in jobs)
     rows = [
         (
             job["name"],
@@ -25,11 +28,14 @@ def queue_table(jobs: list[dict]) -> str:
             instances_text(job),
             _time(job),
             job.get("sagemaker_job_name") or "",
+            *((expected_text(job),) if with_expected else ()),
             *((job.get("waiting_reason") or "",) if with_reason else ()),
         )
         for job in jobs
     ]
     headers = (*HEADERS[:3], "Share", *HEADERS[3:]) if with_share else HEADERS
+    if with_expected:
+        headers = (*headers, "Expected start")
     if with_reason:
         headers = (*headers, "Why waiting")
     return tabulate(rows, headers=headers, disable_numparse=True)

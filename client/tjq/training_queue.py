@@ -19,7 +19,7 @@ from job_queue.models import JobState
 from tjq import sdk_objects
 from tjq.api import QueueClient
 from tjq.errors import JobNotFound, JobNotStarted
-from tjq.progress import FINISHED, describe_state
+from tjq.progress import FINISHED, describe_state, expected_text
 from tjq.route import check_priority_tag, integer_priority
 
 # The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
@@ -234,7 +234,11 @@ def _why(job: dict) -> str | None:
         return "stopped outside the queue"
     if state == JobState.PREEMPTING:
         return f"preempted by {job.get('preempted_by')}"
-    return job.get("waiting_reason")
+    expected = expected_text(job)
+    reason = job.get("waiting_reason")
+    if expected:
+        return f"expected to start {expected}" + (f"; {reason}" if reason else "")
+    return reason
 
 
 def _states_for(status: str | None) -> set[str] | None:

@@ -317,10 +317,8 @@ class Planner:
         return latest
 
     def _bound_end(self, job: WaitingJob | ActiveJob) -> float:
-        if job.max_runtime is None:
-            return math.inf
         started = job.started_at if isinstance(job, ActiveJob) else self._now
-        return started + self._policy.start_allowance_s + job.max_runtime
+        return started + self._policy.bound(job.max_runtime)
 
     def _make_room(
         self, job: WaitingJob, missing: Demand

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -38,6 +39,11 @@ class Policy:
     backfill_window: int = 50
     min_run_s: float = 0.0
     warm_affinity_s: float = 0.0
+
+    def bound(self, max_runtime: float | None) -> float:
+        """How long an attempt holds its instances at the most: provisioning allowance plus
+        its MaxRuntimeInSeconds (infinite without one)."""
+        return math.inf if max_runtime is None else self.start_allowance_s + max_runtime
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.reads import Holders, TableReads, _code
+from job_queue.store.runs import RunTimes
 from job_queue.store.table import POOL_KEY, TTL_ATTRIBUTE
 
 _PENDING, _PREEMPTED = JobState.PENDING.value, JobState.PREEMPTED.value
@@ -28,7 +29,7 @@ _IDLE_POOL = "attribute_exists(pools.#pool) AND attribute_not_exists(pools.#pool
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads):
+class DynamoJobStore(TableReads, RunTimes):
     """Reads and conditional writes of the queue table.
 
     Example::

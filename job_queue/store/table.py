@@ -16,6 +16,8 @@ Items (``pk`` / ``sk``):
   cannot both spend the same free instance; changes that only free instances or mark a
   start do not, since a plan that missed them is merely cautious.
 * ``SEQ`` / ``SEQ`` — the submission counter (FIFO order within a priority).
+* ``RUNS`` / ``RUNS`` — how long completed jobs ran, per instance type and priority
+  (:mod:`~job_queue.store.runs`), for expected start times.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 from tjq.describe import queued_description
-from tjq.progress import progress
+from tjq.progress import expected_text, progress
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 REQUEST = {
@@ -163,3 +163,46 @@ def test_a_job_that_never_ran_is_described_from_its_request():
 )
 def test_progress_says_what_changed_between_two_looks(scenario, last, now, said):
     assert progress(last, now) == said
+
+
+# The queue answered at 12:00: one hour after the job's submission.
+ANSWERED = {"submitted_at": "2026-12-01T11:00:00Z", "waiting_seconds": 3600}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "likely", "at_latest", "said"),
+    [
+        ("likely and a bound", "14:00", "21:00", "in ~2 h, at the latest in 9 h"),
+        (
+            "no bound",
+            "12:25",
+            None,
+            "in ~25 min (no bound: a job ahead has no MaxRuntimeInSeconds)",
+        ),
+        ("no history: the bound is all the queue knows", "15:00", "15:00", "in 3 h at the latest"),
+        ("starts at once", "12:00", "12:00", "now"),
+        ("days away", "2026-12-04T12:00", "2026-12-06T12:00", "in ~3 d, at the latest in 5 d"),
+    ],
+)
+def test_expected_start_in_words(scenario, likely, at_latest, said):
+    def at(time):
+        return time and (time if "T" in time else f"2026-12-01T{time}") + ":00Z"
+
+    job = view("pending", expected_start={"likely": at(likely), "at_latest": at(at_latest)})
+    assert expected_text(job | ANSWERED) == said
+
+
+def test_the_queued_message_says_when_the_job_is_expected_to_start():
+    expected = {"likely": "2026-12-01T14:00:00Z", "at_latest": "2026-12-01T21:00:00Z"}
+    job = view("pending", expected_start=expected) | ANSWERED
+    assert progress(None, job) == (
+        "queued at position 1 (priority 2), expected to start in ~2 h, at the latest in 9 h"
+    )
+    message = queued_description(job, None, REQUEST, "eu-west-1", NOW)[
+        "SecondaryStatusTransitions"
+    ][-1]["StatusMessage"]
+    assert message.endswith("(priority 2), expected to start in ~2 h, at the latest in 9 h")
+    # Beyond the replay's horizon the queue does not say.
+    assert progress(None, view("pending", expected_start=None) | ANSWERED) == (
+        "queued at position 1 (priority 2)"
+    )

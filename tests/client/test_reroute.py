@@ -29,7 +29,8 @@ def test_create_training_job_through_a_rerouted_session_is_queued(local_env, uni
     assert answer["TrainingJobArn"].endswith(f":training-job/{name}")
     assert route.queue.job(name)["state"] == "pending"
     assert name not in local_env.cloud.sagemaker.jobs
-    assert f"[queue] {name}: queued at position 1 (priority 1)" in said
+    queued_line = f"[queue] {name}: queued at position 1 (priority 1), expected to start in "
+    assert any(line.startswith(queued_line) for line in said), said
     waiting = sagemaker.describe_training_job(TrainingJobName=name)
     assert (waiting["TrainingJobStatus"], waiting["SecondaryStatus"]) == ("InProgress", "Pending")
 

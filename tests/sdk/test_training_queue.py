@@ -98,7 +98,9 @@ def test_submit_describe_update_and_terminate_as_with_aws_batch(queue, source, u
         "RUNNABLE",
         2,  # priority= replaces the job's own tag
     )
-    assert f"[queue] {name}: queued at position 1 (priority 2)" in said
+    queued_line = f"[queue] {name}: queued at position 1 (priority 2), expected to start in "
+    assert any(line.startswith(queued_line) for line in said), said
+    assert described["statusReason"].startswith("expected to start in ")
     assert [j.job_name for j in queue.list_jobs(status="RUNNABLE")] == [name]
     assert name in [j.job_name for j in queue.list_jobs()]
     assert [j.job_name for j in queue.list_jobs(job_name=name)] == [name]

@@ -66,9 +66,10 @@ def show(args) -> int:
         return 0
     from tabulate import tabulate
 
+    from tjq.progress import expected_text
     from tjq.table import instances_text
 
-    shown = {**job, "instances": instances_text(job)}
+    shown = {**job, "instances": instances_text(job), "expected_start": expected_text(job)}
     fields = [
         (key, shown.get(key))
         for key in (
@@ -77,6 +78,7 @@ def show(args) -> int:
             "priority",
             "share",
             "position",
+            "expected_start",
             "instances",
             "submitted_at",
             "submitted_by",

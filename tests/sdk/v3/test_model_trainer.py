@@ -70,11 +70,12 @@ def test_train_without_waiting_queues_the_job_and_sagemaker_sees_it_only_when_it
     job = session.queue.job(name)
     assert (job["priority"], job["state"], job["position"]) == (2, "pending", 1)
     assert name not in local_env.cloud.sagemaker.jobs  # waiting: not in SageMaker
-    assert f"[queue] {name}: queued at position 1 (priority 2)" in said
+    queued_line = f"[queue] {name}: queued at position 1 (priority 2), expected to start in "
+    assert any(line.startswith(queued_line) for line in said), said
     # The SDK's own view of the job: in progress, pending in the queue.
     described = TrainingJob.get(training_job_name=name, session=session.boto_session)
     assert (described.training_job_status, described.secondary_status) == ("InProgress", "Pending")
-    assert "Waiting in training-job-queue at position 1" in (
+    assert "Waiting in training-job-queue at position 1 (priority 2), expected to start in " in (
         described.secondary_status_transitions[-1].status_message
     )
 

@@ -1,0 +1,257 @@
+"""Expected start times: the queue as it is now, played forward on the scheduler's own pass.
+
+The replay takes the active jobs, the waiting jobs, the idle warm pools, the quota shares and
+the training plans as they are, assumes nobody submits, cancels or reprioritises anything,
+and runs the same pass the Lambda runs (:func:`~job_queue.scheduler.passes.plan`) each time
+something would change: a job's attempt ends, a stopped job's instances free, a job's retry
+back-off or minimum run time ends, a reservation opens or stops counting. It is played twice:
+
+* **at the latest**: every attempt runs its whole ``MaxRuntimeInSeconds`` (plus the policy's
+  provisioning allowance), the bound the backfill rule already trusts. Unless more urgent work
+  arrives, capacity shrinks or SageMaker refuses a start, a job starts no later than this.
+  No bound exists when a job it waits for has no ``MaxRuntimeInSeconds``.
+* **likely**: every attempt runs as long as the queue's completed jobs of its instance type
+  and priority ran on average (:class:`RunHistory`), or its bound when there is no history.
+
+Simplifications, on purpose: an attempt that ends in the replay leaves no warm pool (the
+pass would release a pool another job needs at once); a preempted job restarts its whole run
+(the queue does not know how far its checkpoints got); jobs started outside the queue hold
+their instances for ever.
+
+The work is bounded: the replay plays the first :data:`HORIZON` waiting jobs of each
+instance type (and share), which is all that can start before them, and at most
+:data:`MAX_PASSES` passes. Jobs further back get no estimate.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from job_queue.models import Demand, JobState
+from job_queue.scheduler.order import queue_order
+from job_queue.scheduler.passes import plan
+from job_queue.scheduler.reservations import TrainingPlan
+from job_queue.scheduler.shares import Share
+from job_queue.scheduler.snapshot import ActiveJob, OutsideJob, Policy, WaitingJob, WarmPool
+
+HORIZON = 100  # waiting jobs per partition (instance type, share) the replay plays
+MAX_PASSES = 1000
+STOP_S = 120.0  # SageMaker kills a stopped job's container 120 s after its SIGTERM
+OVERDUE_S = 60.0  # a job past its expected run time is expected to end by the next sweep
+
+# How long an attempt of a job runs in a replay (math.inf: not known).
+RunTime = Callable[[WaitingJob | ActiveJob], float]
+
+
+def run_key(demand: Demand, priority: int) -> tuple[str, int]:
+    """The jobs whose run times are alike: the same instance type(s) and priority."""
+    return "+".join(sorted(demand)), priority
+
+
+@dataclass(frozen=True)
+class RunHistory:
+    """How long the queue's completed jobs ran (their last attempt, start to end), per
+    :func:`run_key`: ``runs[key] = (completed jobs, total seconds)``."""
+
+    runs: Mapping[tuple[str, int], tuple[int, float]]
+
+    def count(self, job: WaitingJob | ActiveJob) -> int:
+        return self.runs.get(run_key(job.demand, job.priority), (0, 0.0))[0]
+
+    def typical(self, job: WaitingJob | ActiveJob) -> float | None:
+        """The mean run time of jobs like ``job`` (None: none completed yet)."""
+        count, total = self.runs.get(run_key(job.demand, job.priority), (0, 0.0))
+        return total / count if count else None
+
+
+@dataclass(frozen=True)
+class ExpectedStart:
+    """When a waiting job is expected to start (epoch seconds; None: not foreseen)."""
+
+    at_latest: float | None
+    likely: float | None
+    based_on: int  # completed jobs behind the run times the likely estimate used
+
+
+def within_horizon(waiting: Iterable[WaitingJob], horizon: int = HORIZON) -> list[WaitingJob]:
+    """The waiting jobs (in queue order) a replay plays: the first ``horizon`` of each
+    instance type and share."""
+    seen: Counter[tuple[str, str | None]] = Counter()
+    kept = []
+    for job in waiting:
+        partition = (next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share)
+        seen[partition] += 1
+        if seen[partition] <= horizon:
+            kept.append(job)
+    return kept
+
+
+def expected_starts(
+    waiting: Sequence[WaitingJob],
+    active: Sequence[ActiveJob],
+    capacity: Mapping[str, int],
+    now: float,
+    history: RunHistory,
+    policy: Policy,
+    shares: Sequence[Share] = (),
+    pools: Sequence[WarmPool] = (),
+    outside: Sequence[OutsideJob] = (),
+    plans: Sequence[TrainingPlan] = (),
+) -> dict[str, ExpectedStart]:
+    """Each waiting job's expected start (``waiting`` in queue order; only those
+    :func:`within_horizon` keeps are played, and jobs the replays never start are absent)."""
+    waiting = within_horizon(waiting)
+
+    def likely(job: WaitingJob | ActiveJob) -> float:
+        typical = history.typical(job)
+        return policy.bound(job.max_runtime) if typical is None else typical
+
+    def replay(run_time: RunTime) -> dict[str, float]:
+        return _Replay(
+            waiting, active, capacity, now, run_time, policy, shares, pools, outside, plans
+        ).run()
+
+    latest = replay(lambda job: policy.bound(job.max_runtime))
+    usual = replay(likely)
+    # The history behind the estimate: that of every job it competes with for instances.
+    seen: dict[tuple[str, int], int] = {}
+    for job in [*active, *waiting]:
+        seen[run_key(job.demand, job.priority)] = history.count(job)
+    based_on = {
+        itype: sum(n for (label, _), n in seen.items() if itype in label.split("+"))
+        for itype in {t for job in waiting for t in job.demand}
+    }
+    expected = {}
+    for job in waiting:
+        at_latest, likely = latest.get(job.name), usual.get(job.name)
+        if at_latest is not None and likely is not None:
+            likely = min(likely, at_latest)  # jobs like it ran longer than their bound allows
+        if at_latest is not None or likely is not None:
+            expected[job.name] = ExpectedStart(
+                at_latest, likely, max(based_on[t] for t in job.demand)
+            )
+    return expected
+
+
+class _Replay:
+    """One replay on a virtual clock: which waiting job starts when."""
+
+    def __init__(
+        self,
+        waiting,
+        active,
+        capacity,
+        now,
+        run_time: RunTime,
+        policy,
+        shares,
+        pools,
+        outside,
+        plans,
+    ) -> None:
+        self.now = now
+        self.run_time = run_time
+        self.settings = dict(
+            capacity=capacity, policy=policy, shares=shares, outside=outside, plans=plans
+        )
+        self.waiting = sorted(((queue_order(j), j) for j in waiting), key=lambda pair: pair[0])
+        self.pools = {pool.name: pool for pool in pools}
+        self.started: dict[str, float] = {}
+        self.wanted = {job.name for job in waiting}
+        # Active jobs, and when each ends (a stopping one frees its instances soon).
+        self.active: dict[str, tuple[ActiveJob, float]] = {}
+        for job in active:
+            if job.state.is_stopping:
+                self.active[job.name] = (job, now + STOP_S)
+            else:
+                end = job.started_at + run_time(job)
+                self.active[job.name] = (job, max(end, now + OVERDUE_S))
+
+    def run(self) -> dict[str, float]:
+        for _ in range(MAX_PASSES):
+            self._pass()
+            if self.wanted <= self.started.keys():
+                break
+            later = self._next_change()
+            if later is None:
+                break
+            self.now = later
+            self._end_attempts()
+        return self.started
+
+    def _pass(self) -> None:
+        decided = plan(
+            (job for _, job in self.waiting),
+            [job for job, _ in self.active.values()],
+            self.settings["capacity"],
+            self.now,
+            self.settings["policy"],
+            self.settings["shares"],
+            list(self.pools.values()),
+            self.settings["outside"],
+            self.settings["plans"],
+        )
+        for release in decided.releases:
+            self.pools.pop(release.pool.name, None)
+        for preemption in decided.preemptions:
+            victim, _ = self.active[preemption.victim.name]
+            stopping = replace(victim, state=JobState.PREEMPTING)
+            self.active[victim.name] = (stopping, self.now + STOP_S)
+        started = {job.name for job in decided.starts}
+        if started:
+            self.waiting = [(key, j) for key, j in self.waiting if j.name not in started]
+        for job in decided.starts:
+            pool = decided.warm.get(job.name)
+            if pool is not None:
+                self.pools.pop(pool.name, None)
+            self.started.setdefault(job.name, self.now)
+            running = ActiveJob(
+                job.name,
+                job.priority,
+                job.seq,
+                job.demand,
+                JobState.RUNNING,
+                self.now,
+                job.max_runtime,
+                job.share,
+                job.helpers,
+                decided.plans.get(job.name),
+            )
+            self.active[job.name] = (running, self.now + self.run_time(job))
+
+    def _next_change(self) -> float | None:
+        """The earliest time after now at which a pass could decide something new."""
+        times = [end for _, end in self.active.values()]
+        times += [job.not_before for _, job in self.waiting]
+        policy: Policy = self.settings["policy"]
+        if policy.min_run_s and policy.preemption:
+            times += [
+                job.started_at + policy.min_run_s
+                for job, _ in self.active.values()
+                if job.state is JobState.RUNNING
+            ]
+        times += [p.next_change(self.now) or math.inf for p in self.settings["plans"]]
+        later = min((t for t in times if t > self.now), default=math.inf)
+        return None if later == math.inf else later
+
+    def _end_attempts(self) -> None:
+        for name, (job, end) in list(self.active.items()):
+            if end > self.now:
+                continue
+            del self.active[name]
+            if job.state is JobState.PREEMPTING:
+                back = WaitingJob(
+                    job.name,
+                    job.priority,
+                    job.seq,
+                    job.demand,
+                    state=JobState.PREEMPTED,
+                    max_runtime=job.max_runtime,
+                    share=job.share,
+                    helpers=job.helpers,
+                )
+                bisect.insort(self.waiting, (queue_order(back), back), key=lambda pair: pair[0])
