@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from job_queue import lifecycle, outside, plans
 from job_queue.errors import SageMakerError, StaleState
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
+from job_queue.queue_events import StateChange
 from job_queue.report import Report
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
@@ -68,6 +69,7 @@ class Actions:
                 audit=AuditEntry(now, Action.PREEMPTED, preempted_by=preemption.preemptor),
             )
             version += 1
+            self.changed(victim, JobState.PREEMPTING, now, preemption.reason)
             logger.info(preemption.reason, extra={"job": victim.name})
             self.report.preemptions += 1
             self.sagemaker.stop(victim.attempt_name)
@@ -83,6 +85,16 @@ class Actions:
                 self.store.claim(waiting, name, version, now, warm=pool, plan=on_plan)
                 version += 1
                 warm = pool.name if pool is not None else None
+                where = f"on the warm pool of {warm}" if warm else None
+                where = f"on training plan {on_plan.rsplit('/', 1)[-1]}" if on_plan else where
+                self.changed(
+                    job,
+                    JobState.STARTING,
+                    now,
+                    where,
+                    sagemaker_job_name=name,
+                    attempt=len(job.attempts) + 1,
+                )
                 starting = replace(
                     job,
                     state=JobState.STARTING,
@@ -126,6 +138,7 @@ class Actions:
             )
             return  # the sweep checks the job, and the pool it claimed
         if result.outcome is StartOutcome.REFUSED:
+            self.report.refused_starts += 1
             logger.warning(f"start refused, will retry: {result.message}", extra=log)
         elif result.outcome is StartOutcome.INVALID:
             logger.warning(f"start failed: {result.message}", extra=log)
@@ -181,6 +194,7 @@ class Actions:
                 logger.debug(f"nothing to do: {why}", extra={"job": job and job.name})
             case lifecycle.MarkRunning(attempt):
                 self.store.mark_running(job, attempt)
+                self.changed(job, JobState.RUNNING, now, attempt=attempt.number)
             case lifecycle.Settle(state, attempts, failure_reason, pool):
                 changes: dict = {}
                 if attempts is not None:
@@ -188,6 +202,11 @@ class Actions:
                 if failure_reason is not None:
                     changes["failure_reason"] = failure_reason
                 self.store.settle(job, state, now, pool=pool, **changes)
+                ended = attempts[-1] if attempts else None
+                reason = failure_reason or (ended and (ended.preempted_by or ended.failure_reason))
+                if state is JobState.PREEMPTED and reason:
+                    reason = f"preempted by {reason}"
+                self.changed(job, state, now, reason, attempt=ended and ended.number)
                 if state is JobState.COMPLETED and attempts:
                     self._record_run(job, attempts[-1])
                 log = {"job": job.name, "sagemaker_job": job.attempt_name}
@@ -203,12 +222,17 @@ class Actions:
                     last_error=last_error,
                     **changes,
                 )
+                self.changed(job, JobState.PENDING, now, f"start refused, will retry: {last_error}")
             case lifecycle.RetryStart():
                 logger.info("retrying an interrupted start", extra={"job": job.name})
                 self.create(job, job.attempt_name)
             case lifecycle.Stop(why):
                 logger.info(f"stopping: {why}", extra={"job": job.name})
                 self.sagemaker.stop(job.attempt_name)
+
+    def changed(self, job: Job, to_state: JobState, now: float, reason=None, **known) -> None:
+        """Note a state change just written, for the queue's events (``job`` as it was)."""
+        self.report.changes.append(StateChange.of(job, to_state, now, reason, **known))
 
     def _record_run(self, job: Job, attempt: Attempt) -> None:
         """Add a completed job's last attempt to the run times that expected starts use; a

@@ -18,6 +18,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from botocore.config import Config
 
+from job_queue import queue_events
 from job_queue.config import Settings
 from job_queue.routes import make_app
 from job_queue.sagemaker import SageMakerGateway
@@ -39,10 +40,11 @@ class Dependencies:
     sagemaker: SageMakerGateway
     clock: Callable[[], float] = time.time
     plans_read: threading.Event = field(default_factory=threading.Event)  # at cold start
+    events: object | None = None  # EventBridge client for the queue's events (None: none)
 
     @classmethod
     def from_clients(
-        cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep
+        cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep, events=None
     ):
         return cls(
             settings=settings,
@@ -51,6 +53,7 @@ class Dependencies:
             ),
             sagemaker=SageMakerGateway(sagemaker, settings.queue_name, sleep=sleep),
             clock=clock,
+            events=events,
         )
 
 
@@ -63,6 +66,7 @@ def _from_environment() -> Dependencies:
         Settings.from_environment(),
         boto3.client("dynamodb", config=config),
         boto3.client("sagemaker", config=config),
+        events=boto3.client("events", config=config),
     )
 
 
@@ -91,6 +95,8 @@ def handle(event: dict, context, deps: Dependencies) -> dict | None:
         return None
     finally:
         _emit_metrics(service)
+        if deps.events is not None and service.report.changes:
+            queue_events.publish(deps.events, service.report.changes, deps.settings.queue_name)
 
 
 def _emit_metrics(service: QueueService) -> None:
@@ -107,6 +113,10 @@ def _emit_metrics(service: QueueService) -> None:
             metrics.add_metric("WaitSecondsAtStart", MetricUnit.Seconds, wait)
     if report.preemptions:
         metrics.add_metric("Preemptions", MetricUnit.Count, report.preemptions)
+    if report.refused_starts:
+        metrics.add_metric("RefusedStarts", MetricUnit.Count, report.refused_starts)
+    for itype, count in report.capacity.items():
+        metrics.add_metric(f"Capacity.{itype}", MetricUnit.Count, count)
     for itype, count in report.instances_in_use.items():
         metrics.add_metric(f"InstancesInUse.{itype}", MetricUnit.Count, count)
     for itype, count in report.warm_pool_instances.items():

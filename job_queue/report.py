@@ -1,4 +1,5 @@
-"""What one invocation did, for its metrics: starts and their waits, preemptions, usage."""
+"""What one invocation did, for its metrics (starts and their waits, preemptions, usage) and
+the queue's events (the state changes it wrote)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from job_queue.config import Layout
+from job_queue.queue_events import StateChange
 from job_queue.scheduler import ActiveJob, ShareLedger
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -13,17 +15,20 @@ from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 
 @dataclass
 class Report:
-    """Filled in by the service as it works; the handler turns it into metrics."""
+    """Filled in by the service as it works; the handler turns it into metrics and events."""
 
     waits_at_start: list[float] = field(default_factory=list)
     warm_starts: int = 0  # of those starts, how many on a warm pool
     preemptions: int = 0
+    refused_starts: int = 0  # CreateTrainingJob refused for capacity or throttling (retried)
+    capacity: dict[str, int] = field(default_factory=dict)  # per capped type, as in effect
     instances_in_use: dict[str, int] = field(default_factory=dict)  # jobs and pools
     warm_pool_instances: dict[str, int] = field(default_factory=dict)  # of those, pools
     queue_depth: int | None = None
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
     outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
+    changes: list[StateChange] = field(default_factory=list)  # for the queue's events
 
     def record_usage(
         self,
@@ -35,6 +40,7 @@ class Report:
         """The instances held per type — by jobs and idle warm pools, and by jobs started
         outside the queue — (and per share) as a pass found them."""
         jobs, pools = list(jobs), list(pools)
+        self.capacity = dict(layout.capacity)
         self.instances_in_use = _per_type([*jobs, *pools], layout)
         self.warm_pool_instances = _per_type(pools, layout)
         self.outside_instances = _per_type(outside, layout)

@@ -110,6 +110,7 @@ class QueueService:
                 history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
             )
             if self.store.add(job):
+                self._actions.changed(job, JobState.PENDING, now, submitted=True)
                 logger.info("job queued", extra={"job": job.name, "priority": job.priority})
                 self.schedule()
                 return self._submitted(self.store.get(job.name), created=True)
@@ -222,6 +223,8 @@ class QueueService:
                     self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
             except StaleState:
                 continue
+            to = JobState.CANCELLED if job.state.is_waiting else JobState.CANCELLING
+            self._actions.changed(job, to, now, f"cancelled by {caller.arn}")
             logger.info("job cancelled", extra={"job": name, "was": job.state.value})
             if job.state in (JobState.RUNNING, JobState.PREEMPTING):
                 self.sagemaker.stop(job.attempt_name)

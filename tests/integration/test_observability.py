@@ -63,3 +63,35 @@ def test_metrics_per_share_in_use_borrowed_and_waiting(make_cloud, capsys):
     assert values[f"ShareBorrowed.team-a.{P5}"] == [1.0]
     assert values[f"ShareInUse.team-b.{P5}"] == [0.0]
     assert values["ShareWaiting.team-a"] == [1.0]
+
+
+def test_the_dashboard_graphs_metrics_the_queue_emits(make_cloud, capsys):
+    from tests.template.test_events_and_dashboard import dashboard_metrics, load_template
+
+    emitted = set()
+
+    def collect():
+        records = _records(capsys.readouterr().out)
+        for r in records:
+            for d in r.get("_aws", {}).get("CloudWatchMetrics", []):
+                emitted.update(m["Name"] for m in d["Metrics"])
+
+    cloud = make_cloud(keep_alive_seconds=600)
+    submit(cloud, "low", 1)
+    submit(cloud, "other", 1)
+    submit(cloud, "high", 2)
+    cloud.advance(60)
+    cloud.sagemaker.refuse_next_creates(1)
+    cloud.advance(600)
+    cloud.sweep()
+    collect()
+    shares = (
+        Share("team-a", {P5: 1}, Strategy.LEND_AND_BORROW),
+        Share("team-b", {P5: 1}, Strategy.LEND),
+    )
+    shared = make_cloud({}, shares=shares)
+    shared.api("POST", "/add-job", training_request("a1", 1, share="team-a"))
+    shared.sweep()
+    collect()
+    prefixes = {name.split(".")[0] for name in emitted}
+    assert dashboard_metrics(load_template()) <= prefixes

@@ -73,3 +73,26 @@ def test_outside_job_sample_is_counted_as_held(cloud):
     _invoke(cloud, "sagemaker-outside-in-progress.json")
     listed = json.loads(_invoke(cloud, "api-list-jobs.json")["body"])
     assert [j["sagemaker_job_name"] for j in listed["outside"]] == ["started-from-the-console"]
+
+
+def test_queue_event_samples_are_what_the_queue_publishes_and_what_its_rules_match(cloud):
+    from moto.events.models import EventPattern
+
+    from job_queue import queue_events
+
+    submit_body = json.loads(json.loads((EVENTS / "api-add-job.json").read_text())["body"])
+    _invoke(cloud, "api-add-job.json")
+    published = [
+        json.loads(r["message"])
+        for r in cloud.logs.filter_log_events(
+            logGroupName=queue_events.log_group(cloud.settings.queue_name)
+        )["events"]
+    ]
+    assert published, "the submission was published"
+    rule = EventPattern.load(json.dumps(queue_events.pattern("training-job-queue")))
+    for file in ("queue-job-preempted.json", "queue-job-completed.json"):
+        sample = json.loads((EVENTS / file).read_text())
+        assert set(published[0]) <= set(sample), file  # EventBridge adds "account"
+        assert set(sample["detail"]) == set(published[0]["detail"]), file
+        assert rule.matches_event(sample), file
+        assert sample["detail"]["job"] == submit_body["TrainingJobName"]

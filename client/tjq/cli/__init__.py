@@ -1,6 +1,7 @@
 """`smq`: watch and steer the training-job queue from a shell.
 
-    smq status [--share S] [--json]  the queue as a table
+    smq status [--share S] [--json] [--watch [SECONDS]]  the queue as a table
+    smq events [--follow] [--job NAME] [--since MINUTES]  the queue's events (state changes)
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
@@ -20,6 +21,7 @@ The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_A
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 
 from job_queue.models import MAX_PRIORITY
@@ -107,6 +109,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     api = argparse.ArgumentParser(add_help=False)
     api.add_argument("--url", help="the queue API (default: $SMQ_API_URL)")
@@ -121,7 +130,33 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", parents=[api], help="the queue as a table")
     status.add_argument("--share", metavar="S", help="only the jobs of quota share S")
     status.add_argument("--json", action="store_true", help="print the API's JSON")
+    status.add_argument(
+        "--watch",
+        type=_positive_seconds,
+        nargs="?",
+        const=5.0,
+        metavar="SECONDS",
+        help="redraw the table every SECONDS (default 5) until Ctrl-C",
+    )
     status.set_defaults(run=queue.status)
+
+    events = commands.add_parser("events", parents=[api], help="the queue's events")
+    events.add_argument("--follow", "-f", action="store_true", help="then wait for new ones")
+    events.add_argument("--job", metavar="NAME", help="only this job's events")
+    events.add_argument(
+        "--since",
+        type=_seconds,
+        default=60.0,
+        metavar="MINUTES",
+        help="from this many minutes ago (default 60; 0: all that the log keeps)",
+    )
+    events.add_argument(
+        "--queue",
+        default=os.environ.get("SMQ_QUEUE_NAME") or "training-job-queue",
+        help="the queue's name, its stack's name (default: $SMQ_QUEUE_NAME or training-job-queue)",
+    )
+    events.add_argument("--json", action="store_true", help="one JSON detail per line")
+    events.set_defaults(run=queue.events)
 
     shares = commands.add_parser("shares", parents=[api], help="quota shares and their use")
     shares.add_argument(

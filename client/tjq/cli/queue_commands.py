@@ -1,34 +1,83 @@
-"""`smq`'s commands that call the queue's API: status, shares, show, cancel, priority, submit."""
+"""`smq`'s commands that call the queue's API: status, shares, show, cancel, priority, submit;
+and events, which reads the queue's events log."""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
 
 from job_queue import tags
 from tjq.cli.common import client, fail, read_json, read_request, read_shares
+from tjq.errors import QueueClientError
 
 
 def status(args) -> int:
-    answer = client(args).jobs()
-    if args.share:
-        answer["jobs"] = [job for job in answer["jobs"] if job.get("share") == args.share]
+    api = client(args)
     if args.json:
-        print(json.dumps(answer, indent=2))
+        print(json.dumps(_listing(api, args.share), indent=2))
         return 0
+    if not args.watch:
+        print(_status_text(_listing(api, args.share), args.share))
+        return 0
+    while True:  # as `watch squeue`: until Ctrl-C
+        text = _status_text(_listing(api, args.share), args.share)
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{_CLEAR}smq status, every {args.watch:g} s (Ctrl-C to stop)  {when}\n\n{text}")
+        sys.stdout.flush()
+        time.sleep(args.watch)
+
+
+_CLEAR = "\033[H\033[2J"  # cursor home, clear the screen
+
+
+def _listing(api, share: str | None) -> dict:
+    answer = api.jobs()
+    if share:
+        answer["jobs"] = [job for job in answer["jobs"] if job.get("share") == share]
+    return answer
+
+
+def _status_text(answer: dict, share: str | None) -> str:
     from tjq.table import outside_lines, plan_lines, pool_lines, queue_table
 
-    print(queue_table(answer["jobs"]))
-    pools = [p for p in answer.get("pools", []) if not args.share or p.get("share") == args.share]
+    parts = [queue_table(answer["jobs"])]
+    pools = [p for p in answer.get("pools", []) if not share or p.get("share") == share]
     if pools:
-        print("\n" + "\n".join(pool_lines(pools)))
+        parts.append("\n".join(pool_lines(pools)))
     if answer.get("outside"):
-        print("\n" + "\n".join(outside_lines(answer["outside"])))
+        parts.append("\n".join(outside_lines(answer["outside"])))
     if answer.get("plans"):
-        print("\n" + "\n".join(plan_lines(answer["plans"])))
+        parts.append("\n".join(plan_lines(answer["plans"])))
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     uncapped = "".join(f", {t} uncapped" for t in answer.get("uncapped", []))
     label = "on-demand capacity" if answer.get("plans") else "capacity"
-    print(f"\n{label}: {capacity}{uncapped}")
+    parts.append(f"{label}: {capacity}{uncapped}")
+    return "\n\n".join(parts)
+
+
+def events(args) -> int:
+    """The queue's events, oldest first (the last ``--since`` minutes); ``--follow``: then
+    the new ones as they come, until Ctrl-C."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from job_queue.queue_events import log_group
+    from tjq.queue_log import event_line, read_events
+
+    logs = boto3.client("logs", region_name=client(args).region)
+    since_ms = 0 if not args.since else int((time.time() - args.since * 60) * 1000)
+    found = read_events(logs, args.queue, args.job, since_ms, follow=args.follow)
+    try:
+        for detail in found:
+            print(json.dumps(detail) if args.json else event_line(detail), flush=True)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+            return fail(
+                f"no events log group {log_group(args.queue)}: is the queue named {args.queue} "
+                "(--queue, or SMQ_QUEUE_NAME), and deployed with a template that has it?"
+            )
+        raise QueueClientError(f"cannot read the queue's events: {exc}") from None
     return 0
 
 

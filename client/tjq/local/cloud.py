@@ -22,6 +22,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
+from tjq.local.emulated_events import log_queue_events
 from tjq.local.emulated_plans import plans_from_options
 from tjq.local.iam import create_training_roles
 from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
@@ -232,12 +233,16 @@ class LocalCloud:
         self.iam = boto3.client("iam", region_name=REGION, endpoint_url=self._endpoint_url)
         create_training_roles(self.iam, sorted(self.settings.allowed_role_arns))
         self.dynamodb = _Serialized(dynamodb, lock, self.dynamodb_usage)
+        events = boto3.client("events", region_name=REGION, endpoint_url=self._endpoint_url)
+        self.logs = boto3.client("logs", region_name=REGION, endpoint_url=self._endpoint_url)
+        log_queue_events(events, self.logs, self.settings.queue_name, REGION, ACCOUNT)
         self.deps = Dependencies.from_clients(
             self.settings,
             self.dynamodb,
             sagemaker,
             clock=self.clock,
             sleep=getattr(self.clock, "sleep", time.sleep),
+            events=events,
         )
         return self
 

@@ -1,0 +1,129 @@
+"""The queue's own events: one "Training Job Queue State Change" on the default EventBridge
+bus for every state change of a queued job, for users to route (SNS, chat, mail) with an
+ordinary rule.
+
+The service records each change as it writes it (:class:`StateChange`, on the invocation's
+report); the handler publishes them when the invocation ends, in the order they happened.
+Publishing is best effort: a change is in the table whether or not its event got out, and an
+event that EventBridge refuses is logged, never retried into a second state change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from aws_lambda_powertools import Logger
+from botocore.exceptions import BotoCoreError, ClientError
+
+from job_queue.models import Job, JobState
+
+logger = Logger(child=True)
+
+SOURCE = "training-job-queue"
+DETAIL_TYPE = "Training Job Queue State Change"
+_BATCH = 10  # PutEvents takes at most 10 entries
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """A queued job moved from one state to another (``from_state`` None: just submitted)."""
+
+    job: str
+    from_state: JobState | None
+    to_state: JobState
+    at: float
+    priority: int
+    share: str | None
+    sagemaker_job_name: str | None
+    submitted_by: str | None
+    attempt: int | None  # the attempt it is on (starting to its end), if it has one
+    reason: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        job: Job,
+        to_state: JobState,
+        at: float,
+        reason: str | None = None,
+        *,
+        sagemaker_job_name: str | None = None,
+        attempt: int | None = None,
+        submitted: bool = False,
+    ) -> StateChange:
+        """``job`` (as it was before the change; ``submitted``: a new job) moved to
+        ``to_state``."""
+        return cls(
+            job.name,
+            None if submitted else job.state,
+            to_state,
+            at,
+            job.priority,
+            job.share,
+            sagemaker_job_name or job.attempt_name,
+            job.submitted_by,
+            attempt if attempt is not None else (len(job.attempts) or None),
+            reason,
+        )
+
+
+def detail(change: StateChange, queue_name: str) -> dict:
+    """The event's ``detail``."""
+    return {
+        "queue": queue_name,
+        "job": change.job,
+        "from": change.from_state.value if change.from_state else None,
+        "to": change.to_state.value,
+        "reason": change.reason,
+        "priority": change.priority,
+        "share": change.share,
+        "sagemaker_job_name": change.sagemaker_job_name,
+        "attempt": change.attempt,
+        "submitted_by": change.submitted_by,
+        "at": datetime.fromtimestamp(change.at, UTC).isoformat(timespec="milliseconds")[:-6] + "Z",
+    }
+
+
+def pattern(queue_name: str) -> dict:
+    """The event pattern of this queue's events (the template's rules, and the local API's)."""
+    return {"source": [SOURCE], "detail-type": [DETAIL_TYPE], "detail": {"queue": [queue_name]}}
+
+
+def publish(client, changes: Sequence[StateChange], queue_name: str) -> int:
+    """Put ``changes`` on the default bus, in order; how many EventBridge refused (logged)."""
+    refused = 0
+    entries = [
+        {
+            "Source": SOURCE,
+            "DetailType": DETAIL_TYPE,
+            "Detail": json.dumps(detail(change, queue_name)),
+            "Time": datetime.fromtimestamp(change.at, UTC),
+            "Resources": [],
+        }
+        for change in changes
+    ]
+    for start in range(0, len(entries), _BATCH):
+        batch = entries[start : start + _BATCH]
+        try:
+            answer = client.put_events(Entries=batch)
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning(f"could not publish {len(batch)} queue events: {exc}")
+            refused += len(batch)
+            continue
+        for entry, result in zip(batch, answer.get("Entries", []), strict=False):
+            if result.get("ErrorCode"):
+                refused += 1
+                logger.warning(
+                    f"queue event refused: {result['ErrorCode']} {result.get('ErrorMessage')}",
+                    extra={"job": json.loads(entry["Detail"])["job"]},
+                )
+    return refused
+
+
+def log_group(queue_name: str) -> str:
+    """The CloudWatch Logs group the template's rule (and the local API) writes the queue's
+    events to, which `smq events` reads."""
+    return f"/aws/events/training-job-queue/{queue_name}"

@@ -1,0 +1,99 @@
+"""`smq events` (the queue's events log) and `smq status --watch`, against the local API."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tjq.api import QueueClient
+from tjq.cli import main
+from tjq.local.cloud import training_request
+
+from tests.client.conftest import G4, wait_until
+
+
+def smq(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_events_list_a_jobs_state_changes_in_order(capsys, local_env, unique):
+    client = QueueClient.from_environment()
+    name = unique("evented")
+    client.submit(training_request(name, 1, instance_type=G4, run_seconds=1))
+    wait_until(lambda: client.job(name)["state"] == "completed", f"{name} to complete")
+    code, out, _ = smq(capsys, "events", "--job", name)
+    assert code == 0
+    moves = [line.split(" ", 2)[2] for line in out.splitlines()]
+    assert moves == [
+        "submitted -> pending",
+        "pending -> starting (attempt 1)",
+        "starting -> running (attempt 1)",
+        "running -> completed (attempt 1)",
+    ]
+    assert all(line.split()[1] == name for line in out.splitlines())
+
+
+def test_events_of_an_unknown_queue_name_the_missing_log(capsys, local_env):
+    code, _, err = smq(capsys, "events", "--queue", "no-such-queue")
+    assert code == 1
+    assert "no events log group /aws/events/training-job-queue/no-such-queue" in err
+
+
+def test_events_follow_prints_new_events_until_ctrl_c(local_env, unique):
+    name = unique("followed")
+    env = {**os.environ, **local_env.environment()}
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "tjq.cli", "events", "--follow", "--job", name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        QueueClient.from_environment().submit(
+            training_request(name, 1, instance_type=G4, run_seconds=1)
+        )
+        lines, deadline = [], time.monotonic() + 60
+        while not any("-> completed" in line for line in lines):
+            line = follower.stdout.readline()
+            assert line or time.monotonic() < deadline, follower.stderr.read()
+            lines.append(line)
+    finally:
+        follower.send_signal(signal.SIGINT)
+        follower.communicate(timeout=30)
+    assert follower.returncode == 130
+    assert lines[0].split(" ", 2)[2].strip() == "submitted -> pending"
+
+
+def test_status_watch_redraws_until_ctrl_c(local_env):
+    env = {**os.environ, **local_env.environment()}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tjq.cli", "status", "--watch", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    frames, deadline = 0, time.monotonic() + 60
+    try:
+        while frames < 2:
+            line = process.stdout.readline()
+            assert line or time.monotonic() < deadline, process.stderr.read()
+            frames += "smq status, every 0.2 s (Ctrl-C to stop)" in line
+            assert time.monotonic() < deadline, "no second frame"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+    assert process.returncode == 130
+
+
+def test_status_watch_refuses_a_bad_interval(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "--watch", "0"])
+    assert exited.value.code == 2
+    assert "expected seconds > 0" in capsys.readouterr().err
