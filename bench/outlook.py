@@ -1,11 +1,13 @@
-"""What expected start times cost: the replay's CPU time, and the items GET /jobs/{name}
-reads for a waiting job, at 10 to 10,000 queued jobs. Part of `make bench` (bench/run.py).
+"""What a deep queue costs: the replay behind expected start times (CPU), and the items a
+submission, GET /jobs/{name} and GET /jobs's first page read, at 10 to 10,000 queued jobs.
+Part of `make bench` (bench/run.py).
 
-The replay plays only the first jobs of each instance type (the horizon), so both should
-stay flat once the queue is deeper than that."""
+The replay plays only the first jobs of each instance type (the horizon), and GET /jobs
+answers a page, so all should stay flat once the queue is deeper than that."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
@@ -53,7 +55,9 @@ def _replay(depth: int, runs: int = 3) -> dict:
 
 
 def _job_detail(depth: int) -> dict:
-    """Items read by GET /jobs/{name} of the first job in line (the real handler)."""
+    """What the real handler reads at this depth: for a submission at the back of the queue,
+    for GET /jobs/{name} of the first job in line, and for GET /jobs's first page (and how
+    big that answer is)."""
     from tjq.local.cloud import DynamoDBUsage, LocalCloud, training_request
 
     with LocalCloud(capacity={P5: 2}) as cloud:
@@ -74,12 +78,27 @@ def _job_detail(depth: int) -> dict:
                 for i in range(depth)
             ]
         )
-        before = cloud.dynamodb_usage
-        before = DynamoDBUsage(dict(before.calls), before.items_read, before.items_written)
-        status, _ = cloud.api("GET", "/jobs/queued-0")
-        assert status == 200
-        used = cloud.dynamodb_usage.since(before)
-    return {"job_detail_items_read": used.items_read}
+        for _ in range(depth + 10):
+            cloud.deps.store.next_seq()  # the next submission comes after them
+
+        def items_read(call) -> tuple[int, int]:
+            usage = cloud.dynamodb_usage
+            before = DynamoDBUsage(dict(usage.calls), usage.items_read, usage.items_written)
+            status, body = call()
+            assert status in (200, 201), body
+            return cloud.dynamodb_usage.since(before).items_read, len(json.dumps(body))
+
+        submitted, _ = items_read(
+            lambda: cloud.api("POST", "/add-job", training_request("submitted-last", 1))
+        )
+        detail, _ = items_read(lambda: cloud.api("GET", "/jobs/queued-0"))
+        listed, size = items_read(lambda: cloud.api("GET", "/jobs"))
+    return {
+        "submit_items_read": submitted,
+        "job_detail_items_read": detail,
+        "list_items_read": listed,
+        "list_kib": round(size / 1024, 1),
+    }
 
 
 def outlook_table(result: dict) -> str:
@@ -88,13 +107,27 @@ def outlook_table(result: dict) -> str:
             depth,
             r["replay_cpu_ms"],
             r["jobs_with_an_estimate"],
+            r["submit_items_read"],
             r["job_detail_items_read"],
+            r["list_items_read"],
+            r["list_kib"],
         )
         for depth, r in result.items()
     ]
-    headers = ("Queued jobs", "Replay (CPU ms)", "Jobs with an estimate", "GET /jobs/{name} items")
+    headers = (
+        "Queued jobs",
+        "Replay (CPU ms)",
+        "Jobs with an estimate",
+        "Submit: items read",
+        "GET /jobs/{name}: items",
+        "GET /jobs page: items",
+        "GET /jobs page: KiB",
+    )
     note = (
         f"\n\nThe replay plays the first {HORIZON} waiting jobs of each instance type and share "
-        "(twice: at the latest, likely); jobs further back get no estimate."
+        "(twice: at the latest, likely); jobs further back get no estimate. A submission's "
+        "place in line comes from the same read. GET /jobs answers 100 waiting jobs a page; "
+        "below one page it needs no count, above it counts the queue (a COUNT query) to say "
+        "how many wait."
     )
     return tabulate(rows, headers=headers, disable_numparse=True) + note

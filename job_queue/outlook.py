@@ -1,30 +1,80 @@
-"""Expected start times of waiting jobs, from the table as it is now (the replay itself is the
-pure :mod:`job_queue.scheduler.forecast`): one read of the holders, the waiting jobs up to
-the replay's horizon, and one of the run-time history."""
+"""A waiting job's outlook — its place in line and when it is expected to start — from the
+table as it is now (the replay itself is the pure :mod:`job_queue.scheduler.forecast`).
+
+Both cost the same few reads however deep the queue is: the holders, the first
+:data:`~job_queue.scheduler.forecast.HORIZON` waiting jobs of each partition, and the run-time
+history. A job further back than that has no place or estimate, only the knowledge that more
+than HORIZON jobs are ahead of it.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from job_queue.config import Layout, Settings
-from job_queue.scheduler import WaitingJob, forecast
+from job_queue.models import Job
+from job_queue.scheduler import WaitingJob, forecast, positions, queue_order
 from job_queue.scheduler.forecast import HORIZON, ExpectedStart
 from job_queue.store import DynamoJobStore, Holders
+
+
+@dataclass(frozen=True)
+class Outlook:
+    """Where a waiting job stands (all None for a job that does not wait)."""
+
+    position: int | None = None  # its place in line; None: unknown, or not waiting
+    expected: ExpectedStart | None = None
+    beyond: int | None = None  # set when its place is unknown: more than this many ahead
+
+
+def outlook_of(
+    store: DynamoJobStore, settings: Settings, held: Holders, layout: Layout, job: Job, now: float
+) -> Outlook:
+    """``job``'s outlook (``held``: the holders just read)."""
+    if not job.state.is_waiting:
+        return Outlook()
+    waiting = waiting_within_horizon(store, layout)
+    position = settled_places(waiting).get(job.name)
+    expected = expected_starts(store, settings, held, layout, now, waiting).get(job.name)
+    return Outlook(position, expected, None if position is not None else HORIZON)
+
+
+def _partition(job: WaitingJob) -> tuple[str, str | None]:
+    return (next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share)
 
 
 def waiting_within_horizon(store: DynamoJobStore, layout: Layout) -> list[WaitingJob]:
     """The waiting jobs a replay plays, read lazily: a partition is read no further once
     it gave the horizon's jobs."""
     read: Counter[tuple[str, str | None]] = Counter()
-    partitions = [s.name for s in layout.shares] or [None]
+    partitions = [s.name for s in layout.shares] or [None]  # as a pass reads them
     jobs = []
     for job in store.waiting(
         list(layout.capacity), lambda itype, share: read[itype, share] < HORIZON, partitions
     ):
-        read[next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share] += 1
+        read[_partition(job)] += 1
         jobs.append(job)
     return jobs
+
+
+def settled_places(waiting: Sequence[WaitingJob]) -> dict[str, int]:
+    """The places in line (``waiting`` read in queue order, each partition up to the
+    horizon) that the read settles: those of jobs ahead of every unread job they compete
+    with."""
+    read: Counter[tuple[str, str | None]] = Counter()
+    last: dict[tuple[str, str | None], tuple[int, int]] = {}
+    for job in waiting:
+        read[_partition(job)] += 1
+        last[_partition(job)] = queue_order(job)
+    cut = {p: last[p] for p, n in read.items() if n >= HORIZON}  # it may go on unread
+    places = {}
+    for job, place in zip(waiting, positions(waiting), strict=True):
+        competing = [(t, job.share) for t in job.demand] + [("*", job.share)]
+        if all(p not in cut or queue_order(job) <= cut[p] for p in competing):
+            places[job.name] = place
+    return places
 
 
 def expected_starts(

@@ -9,12 +9,14 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
 from job_queue.access import Caller, caller_from
 from job_queue.errors import InvalidRequest, QueueError
+from job_queue.outlook import Outlook
+from job_queue.paging import parse_limit
 from job_queue.request import parse_body, parse_json
-from job_queue.scheduler import positions
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
 from job_queue.views import (
     active_row,
+    iso,
     job_detail,
     outside_row,
     plan_row,
@@ -45,31 +47,39 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     @app.post("/add-job")
     def add_job():
         submitted = service.submit(parse_body(app.current_event.body), caller())
-        detail = job_detail(submitted.job, submitted.position, service.clock(), submitted.expected)
+        detail = job_detail(submitted.job, submitted.outlook, service.clock())
         body = {
             "job": detail,
-            "position": submitted.position,
+            "position": submitted.outlook.position,
         }
         return _json(201 if submitted.created else 200, body)
 
     @app.get("/jobs")
     def list_jobs():
-        held, waiting, layout = service.queue()
+        query = app.current_event.query_string_parameters or {}
+        listing = service.listing(parse_limit(query.get("limit")), query.get("next_token"))
+        held, waiting, layout = listing.held, listing.waiting, listing.layout
         now = service.clock()
         # Active jobs first, highest priority first (the reverse of the preemption order),
         # then the waiting queue in the order jobs will start.
         active = sorted(held.jobs, key=preemption_order, reverse=True)
+        # Every page has the holders; the waiting jobs are the page's.
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
-        plans = layout.plans
-        expected = service.expected_starts(held, layout, waiting)
-        places = zip(waiting, positions(waiting), strict=True)
+        plans, expected = layout.plans, listing.expected
+        places = zip(waiting, listing.positions, strict=True)
         rows += [waiting_row(j, p, now, plans, expected.get(j.name)) for j, p in places]
-        pools = [pool_row(p, now) for p in held.idle_pools(now)]
-        outside = [outside_row(j, now) for j in held.outside]
-        listing = {"jobs": rows, "pools": pools, "outside": outside}
-        listing["plans"] = [plan_row(p, held.jobs, now) for p in plans]
-        listing.update(capacity=dict(layout.capacity), uncapped=sorted(layout.uncapped))
-        return _json(200, listing)
+        answer = {
+            "jobs": rows,
+            "next_token": listing.next_token,
+            "waiting": listing.waiting_total,
+            "waiting_counted_at": iso(listing.counted_at),
+            "pools": [pool_row(p, now) for p in held.idle_pools(now)],
+            "outside": [outside_row(j, now) for j in held.outside],
+            "plans": [plan_row(p, held.jobs, now) for p in plans],
+            "capacity": dict(layout.capacity),
+            "uncapped": sorted(layout.uncapped),
+        }
+        return _json(200, answer)
 
     def shares() -> Response:
         layout, usage, waiting, held = service.shares()
@@ -90,15 +100,13 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     @app.get("/jobs/<name>")
     def get_job(name: str):
         job = service.get(name)
-        detail = job_detail(
-            job, service.position(job), service.clock(), service.expected_start(job)
-        )
+        detail = job_detail(job, service.outlook(job), service.clock())
         return _json(200, {"job": detail})
 
     @app.delete("/jobs/<name>")
     def cancel_job(name: str):
         job = service.cancel(name, caller())
-        return _json(200, {"job": job_detail(job, None, service.clock())})
+        return _json(200, {"job": job_detail(job, Outlook(), service.clock())})
 
     @app.put("/jobs/<name>/priority")
     def change_priority(name: str):
@@ -107,7 +115,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         if "priority" not in body:
             raise InvalidRequest('priority is required, e.g. {"priority": 5}')
         job = service.set_priority(name, body["priority"], who)
-        return _json(200, {"job": job_detail(job, service.position(job), service.clock())})
+        return _json(200, {"job": job_detail(job, service.outlook(job), service.clock())})
 
     return app
 

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, lifecycle, outlook, outside, plans, tags, warm_pools
+from job_queue import access, lifecycle, outside, plans, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import ConfigError, Layout, Settings
 from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
+from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
+from job_queue.outlook import Outlook, outlook_of
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
@@ -27,11 +29,9 @@ from job_queue.scheduler import (
     ActiveJob,
     Plan,
     ShareLedger,
-    WaitingJob,
     make_planner,
     total_capacity,
 )
-from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
@@ -48,9 +48,8 @@ class Submitted:
     """A submission's answer: the job, its place in line, and whether it is new."""
 
     job: Job
-    position: int | None
+    outlook: Outlook
     created: bool
-    expected: ExpectedStart | None = None
 
 
 class QueueService:
@@ -128,24 +127,13 @@ class QueueService:
             raise JobNotFound(f"no job named {name} in the queue")
         return job
 
-    def position(self, job: Job) -> int | None:
-        return self.store.position(job) if job.state.is_waiting else None
-
-    def expected_starts(
-        self, held: Holders, layout: Layout, waiting: list[WaitingJob] | None = None
-    ) -> dict[str, ExpectedStart]:
-        """When each waiting job is expected to start (see :mod:`job_queue.outlook`)."""
-        return outlook.expected_starts(
-            self.store, self.settings, held, layout, self.clock(), waiting
-        )
-
-    def expected_start(self, job: Job) -> ExpectedStart | None:
-        """When a waiting job is expected to start (None: it is not waiting, or beyond the
-        replay's horizon)."""
+    def outlook(self, job: Job) -> Outlook:
+        """A waiting job's place in line and expected start (:mod:`job_queue.outlook`)."""
         if not job.state.is_waiting:
-            return None
+            return Outlook()
         held = self.store.holders()
-        return self.expected_starts(held, self.layout(held)).get(job.name)
+        layout = self.layout(held)
+        return outlook_of(self.store, self.settings, held, layout, job, self.clock())
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
@@ -153,12 +141,12 @@ class QueueService:
         held = held or self.store.holders()
         return self.settings.layout(held.shares_text, held.shares_deployed, held.plans)
 
-    def queue(self) -> tuple[Holders, list[WaitingJob], Layout]:
-        """Active jobs, the waiting queue in queue order, and the capacity in effect."""
+    def listing(self, limit: int, token: str | None = None) -> Listing:
+        """One page of the queue: the holders, and ``limit`` waiting jobs from ``token``."""
         held = self.store.holders()
-        layout = self.layout(held)
-        partitions = [None, *(s.name for s in layout.shares)]
-        return held, list(self.store.waiting(list(layout.capacity), shares=partitions)), layout
+        return list_page(
+            self.store, self.settings, held, self.layout(held), self.clock(), limit, token
+        )
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
         """The shares in effect, each share's use per instance type, its waiting jobs, and
@@ -333,6 +321,8 @@ class QueueService:
             )
         if layout.shares:
             self.report.queue_depth += sum(self.report.waiting_by_share.values())
+        # Kept for GET /jobs, which then need not count a deep queue on every page.
+        self.store.set_waiting_count(self.report.queue_depth, self.clock())
         self.schedule()
 
     def _repair(self, active: ActiveJob) -> None:
@@ -409,4 +399,4 @@ class QueueService:
         return access.ceiling(self.settings.max_priority, layout.share(share))
 
     def _submitted(self, job: Job, created: bool) -> Submitted:
-        return Submitted(job, self.position(job), created, self.expected_start(job))
+        return Submitted(job, self.outlook(job), created)

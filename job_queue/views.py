@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
+from job_queue.outlook import Outlook
 from job_queue.plans import NOT_READ
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.forecast import ExpectedStart
@@ -95,18 +96,17 @@ def expected_row(expected: ExpectedStart | None) -> dict | None:
     }
 
 
-def job_detail(
-    job: Job, position: int | None, now: float, expected: ExpectedStart | None = None
-) -> dict:
-    """GET /jobs/{name}: the job, its place in the queue (and when it is expected to start),
-    and every SageMaker job it ran as."""
+def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
+    """GET /jobs/{name}: the job, its place in the queue and when it is expected to start
+    (``outlook``), and every SageMaker job it ran as."""
     return {
         "name": job.name,
         "state": job.state.value,
         "priority": job.priority,
         "share": job.share,
-        "position": position,
-        "expected_start": expected_row(expected),
+        "position": outlook.position,
+        "position_beyond": outlook.beyond,
+        "expected_start": expected_row(outlook.expected),
         **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "first_started_at": iso(job.first_started_at),

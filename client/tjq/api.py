@@ -12,7 +12,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import boto3
 import requests
@@ -93,9 +93,17 @@ class QueueClient:
         """POST /add-job: ``{"job": ..., "position": ...}``."""
         return self._call("POST", "/add-job", request)
 
-    def jobs(self) -> dict:
-        """GET /jobs: ``{"jobs": [...], "capacity": {...}}``."""
-        return self._call("GET", "/jobs")
+    def jobs(self, limit: int | None = None, next_token: str | None = None) -> dict:
+        """GET /jobs, one page: ``{"jobs": [...], "next_token", "waiting", "capacity" ...}``:
+        the jobs holding instances, then up to ``limit`` waiting jobs (the API's default is
+        100) from ``next_token``."""
+        query = {"limit": limit, "next_token": next_token}
+        query = urlencode({k: v for k, v in query.items() if v is not None})
+        return self._call("GET", "/jobs" + (f"?{query}" if query else ""))
+
+    def all_jobs(self, limit: int = 1000) -> list[dict]:
+        """Every row of GET /jobs, page after page (the active jobs once)."""
+        return every_row(lambda token: self.jobs(limit, token))
 
     def job(self, name: str) -> dict:
         """GET /jobs/{name}: the job with its attempts."""
@@ -149,6 +157,19 @@ class QueueClient:
         return self._http.request(
             method, request.url, data=data, headers=dict(request.headers), timeout=self._timeout
         )
+
+
+def every_row(page: Callable[[str | None], dict]) -> list[dict]:
+    """The rows of every page of GET /jobs (``page(next_token)`` fetches one). Each page lists
+    the active jobs again; they are kept once."""
+    rows, seen, token = [], set(), None
+    while True:
+        answer = page(token)
+        rows += [row for row in answer["jobs"] if row["name"] not in seen]
+        seen.update(row["name"] for row in answer["jobs"])
+        token = answer.get("next_token")
+        if not token:
+            return rows
 
 
 def _answer(response: requests.Response) -> dict:

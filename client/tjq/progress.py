@@ -19,7 +19,7 @@ def describe_state(job: dict) -> str:
     state = job["state"]
     if state in WAITING:
         share = f", share {job['share']}" if job.get("share") else ""
-        where = f"queued at position {job.get('position')} (priority {job['priority']}{share})"
+        where = f"queued {place(job)} (priority {job['priority']}{share})"
         expected = expected_text(job)
         return f"{where}, expected to start {expected}" if expected else where
     if state in STARTED:
@@ -35,8 +35,8 @@ def progress(last: dict | None, job: dict) -> str | None:
     if last is None:
         return describe_state(job)
     if state == last["state"]:
-        if state in WAITING and job.get("position") != last.get("position"):
-            return f"now at position {job['position']}"
+        if state in WAITING and place(job) != place(last):
+            return f"now {place(job)}"
         return None
     if state in STARTED:
         if last["state"] in STARTED:
@@ -48,7 +48,7 @@ def progress(last: dict | None, job: dict) -> str | None:
     if state == JobState.PREEMPTING:
         return f"preempted by {job['preempted_by']}; stopping"
     if state == JobState.PREEMPTED:
-        waiting = f"waiting to resume, at position {job.get('position')}"
+        waiting = f"waiting to resume, {place(job)}"
         if last["state"] == JobState.PREEMPTING:
             return waiting
         # The stop was over between two looks: say who preempted it all the same.
@@ -68,6 +68,14 @@ def _on_pool(job: dict) -> str:
     if attempts and attempts[-1].get("start") == "warm":
         return f", on the warm pool of {attempts[-1]['warm_pool_of']}"
     return ""
+
+
+def place(job: dict) -> str:
+    """Where a waiting job is in line: "at position 3", or, further back than the queue
+    counts for one job, "behind more than 100 jobs"."""
+    if job.get("position") is None and job.get("position_beyond"):
+        return f"behind more than {job['position_beyond']} jobs"
+    return f"at position {job.get('position')}"
 
 
 def expected_text(job: dict) -> str:

@@ -150,7 +150,7 @@ class TrainingQueue:
         wanted = _states_for(status)
         return [
             QueuedJob(self, row["name"])
-            for row in self.queue.jobs()["jobs"]
+            for row in self.queue.all_jobs()
             if wanted is None or row["state"] in wanted
         ]
 

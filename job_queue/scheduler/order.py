@@ -4,6 +4,7 @@ candidates."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from job_queue.models import JobState
 from job_queue.scheduler.snapshot import ActiveJob, WaitingJob
@@ -36,21 +37,31 @@ def preemption_candidates(
     )
 
 
-def positions(waiting: Iterable[WaitingJob]) -> list[int]:
-    """Each waiting job's place in line (``waiting`` in queue order): 1 + the jobs ahead of
-    it that need one of its instance types (with quota shares, of its own share). Jobs of
-    other types (or shares) do not make it wait in line."""
-    single_type: dict[tuple[str | None, str], int] = {}  # jobs seen needing one type
-    multi_type: list[tuple[str | None, frozenset[str]]] = []  # jobs seen needing several
-    result = []
-    for job in waiting:
+@dataclass
+class Line:
+    """Places in line, counted while the queue is read in order; it can be kept and read on
+    from later (a next page). A job's place is 1 + the jobs ahead of it that need one of its
+    instance types (with quota shares, of its own share): jobs of other types (or shares) do
+    not make it wait in line."""
+
+    single: dict[tuple[str | None, str], int] = field(default_factory=dict)  # jobs seen
+    multi: list[tuple[str | None, frozenset[str]]] = field(default_factory=list)  # several types
+
+    def place(self, job: WaitingJob) -> int:
+        """The place of ``job``, the next job in queue order."""
         types = frozenset(job.demand)
-        ahead = sum(single_type.get((job.share, t), 0) for t in types)
-        ahead += sum(1 for share, seen in multi_type if share == job.share and seen & types)
-        result.append(ahead + 1)
+        ahead = sum(self.single.get((job.share, t), 0) for t in types)
+        ahead += sum(1 for share, seen in self.multi if share == job.share and seen & types)
         if len(types) == 1:
             (itype,) = types
-            single_type[job.share, itype] = single_type.get((job.share, itype), 0) + 1
+            self.single[job.share, itype] = self.single.get((job.share, itype), 0) + 1
         else:
-            multi_type.append((job.share, types))
-    return result
+            self.multi.append((job.share, types))
+        return ahead + 1
+
+
+def positions(waiting: Iterable[WaitingJob], line: Line | None = None) -> list[int]:
+    """Each waiting job's place in line (``waiting`` in queue order; ``line``: the jobs read
+    before them, which it counts on)."""
+    line = Line() if line is None else line
+    return [line.place(job) for job in waiting]

@@ -7,7 +7,6 @@ expected state; a lost race raises :class:`~job_queue.errors.StaleState`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 
 from botocore.exceptions import ClientError
@@ -15,9 +14,9 @@ from botocore.exceptions import ClientError
 from job_queue.errors import StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.scheduler import WaitingJob
-from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
+from job_queue.store.notes import HolderNotes
 from job_queue.store.reads import Holders, TableReads, _code
 from job_queue.store.runs import RunTimes
 from job_queue.store.table import POOL_KEY, TTL_ATTRIBUTE
@@ -29,7 +28,7 @@ _IDLE_POOL = "attribute_exists(pools.#pool) AND attribute_not_exists(pools.#pool
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads, RunTimes):
+class DynamoJobStore(TableReads, RunTimes, HolderNotes):
     """Reads and conditional writes of the queue table.
 
     Example::
@@ -267,17 +266,6 @@ class DynamoJobStore(TableReads, RunTimes):
                 {":by": pool.claimed_by, ":one": 1},
                 {"#pool": pool.name},
             )
-        )
-
-    def set_plans(self, plans: Iterable[TrainingPlan]) -> None:
-        """Keep the training plans as just read. No version bump: a plan's windows are known
-        ahead, and a pass that read the plans a moment ago decides as this one would."""
-        self._db.update_item(
-            TableName=self._table,
-            Key=table.ser(POOL_KEY),
-            UpdateExpression="SET plans = :plans",
-            ConditionExpression="attribute_exists(version)",
-            ExpressionAttributeValues=table.ser({":plans": codecs.plans_value(plans)}),
         )
 
     # -- jobs started outside the queue -------------------------------------------------------

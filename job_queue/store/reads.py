@@ -39,6 +39,8 @@ class Holders:
     shares_changed_by: str | None = None  # who set them, and when
     shares_changed_at: float | None = None
     plans: tuple[TrainingPlan, ...] = ()  # the training plans as last read
+    waiting_count: int | None = None  # waiting jobs as the last sweep counted them
+    waiting_counted_at: float | None = None
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -86,6 +88,8 @@ class TableReads:
             shares_changed_by=holders.get("shares_changed_by"),
             shares_changed_at=holders.get("shares_changed_at"),
             plans=codecs.plans_from(holders.get("plans", {})),
+            waiting_count=holders.get("waiting_count"),
+            waiting_counted_at=holders.get("waiting_counted_at"),
         )
 
     def _create_holders(self, exists: bool) -> None:
@@ -116,13 +120,16 @@ class TableReads:
         instance_types: list[str],
         is_open: Callable[[str, str | None], bool] | None = None,
         shares: Sequence[str | None] = (None,),
+        after: tuple[int, int] | None = None,
     ) -> Iterator[WaitingJob]:
         """Waiting jobs of these instance types and shares (None: jobs without a share) in
-        queue order, read lazily page by page.
+        queue order, read lazily page by page (``after``: only those behind the job of that
+        priority and seq).
 
         ``is_open(instance type or "*", share)`` (the scheduler's) tells which partitions
         are still worth reading: a closed one is read no further.
         """
+        start = None if after is None else table.order_key(*after)
         partitions = [(t, s) for s in shares for t in [*instance_types, MULTI_TYPE]]
 
         def wanted(itype: str, share: str | None) -> bool:
@@ -130,26 +137,12 @@ class TableReads:
 
         streams = [
             self._read_partition(
-                table.partition(itype, share), lambda t=itype, s=share: wanted(t, s)
+                table.partition(itype, share), lambda t=itype, s=share: wanted(t, s), start
             )
             for itype, share in partitions
         ]
         for _, job in heapq.merge(*streams, key=lambda pair: pair[0]):
             yield job
-
-    def position(self, job: Job) -> int:
-        """1-based place of a waiting job: 1 + the waiting jobs ahead of it that need one of
-        its instance types, of its share if it has one (as
-        :func:`job_queue.scheduler.positions` counts)."""
-        key = table.order_key(job.priority, job.seq)
-        ahead = sum(self._count_before(table.partition(t, job.share), key) for t in job.demand)
-        # Jobs needing several types are few; read them and keep those that compete.
-        multi = self._read_partition(table.partition(MULTI_TYPE, job.share), lambda: True)
-        for sort_key, other in multi:
-            if sort_key >= key:
-                break
-            ahead += bool(set(other.demand) & set(job.demand))
-        return ahead + 1
 
     def depth(self, instance_types: list[str], share: str | None = None) -> int:
         """How many jobs (of a share) wait, counted without reading them."""
@@ -168,13 +161,16 @@ class TableReads:
         )
         return int(table.de(result["Attributes"])["value"])
 
-    def _read_partition(self, partition: str, wanted: Callable[[], bool]):
-        """(sort key, waiting job) of a partition in order, a page at a time while
-        ``wanted()``; pages grow so that a pass that reads on pays few calls."""
+    def _read_partition(self, partition: str, wanted: Callable[[], bool], after: str | None = None):
+        """(sort key, waiting job) of a partition in order (behind sort key ``after``), a page
+        at a time while ``wanted()``; pages grow so that a pass that reads on pays few calls."""
         query = {
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": partition},
         }
+        if after is not None:
+            query["KeyConditionExpression"] += " AND sk > :after"
+            query["ExpressionAttributeValues"][":after"] = after
         for page in self._pages(query, wanted, first_page=_FIRST_PAGE):
             for raw in page.get("Items", []):
                 item = table.de(raw)

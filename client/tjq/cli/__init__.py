@@ -131,6 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("--share", metavar="S", help="only the jobs of quota share S")
     status.add_argument("--json", action="store_true", help="print the API's JSON")
     status.add_argument(
+        "--all", action="store_true", help="every waiting job (default: the first 100)"
+    )
+    status.add_argument(
         "--watch",
         type=_positive_seconds,
         nargs="?",

@@ -15,13 +15,13 @@ from tjq.errors import QueueClientError
 def status(args) -> int:
     api = client(args)
     if args.json:
-        print(json.dumps(_listing(api, args.share), indent=2))
+        print(json.dumps(_listing(api, args.share, args.all), indent=2))
         return 0
     if not args.watch:
-        print(_status_text(_listing(api, args.share), args.share))
+        print(_status_text(_listing(api, args.share, args.all), args.share))
         return 0
     while True:  # as `watch squeue`: until Ctrl-C
-        text = _status_text(_listing(api, args.share), args.share)
+        text = _status_text(_listing(api, args.share, args.all), args.share)
         when = time.strftime("%Y-%m-%d %H:%M:%S")
         print(f"{_CLEAR}smq status, every {args.watch:g} s (Ctrl-C to stop)  {when}\n\n{text}")
         sys.stdout.flush()
@@ -31,8 +31,11 @@ def status(args) -> int:
 _CLEAR = "\033[H\033[2J"  # cursor home, clear the screen
 
 
-def _listing(api, share: str | None) -> dict:
+def _listing(api, share: str | None, everything: bool = False) -> dict:
+    """GET /jobs's first page (``everything``: with every page's jobs), of one share."""
     answer = api.jobs()
+    if everything and answer.get("next_token"):
+        answer.update(jobs=api.all_jobs(), next_token=None)
     if share:
         answer["jobs"] = [job for job in answer["jobs"] if job.get("share") == share]
     return answer
@@ -42,6 +45,11 @@ def _status_text(answer: dict, share: str | None) -> str:
     from tjq.table import outside_lines, plan_lines, pool_lines, queue_table
 
     parts = [queue_table(answer["jobs"])]
+    if answer.get("next_token"):
+        shown = sum(1 for job in answer["jobs"] if job.get("position"))
+        about = "about " if answer.get("waiting_counted_at") else ""  # the sweep's count
+        more = "more" if share else f"{about}{answer['waiting'] - shown} more"
+        parts[0] += f"\n... and {more} waiting (smq status --all lists them)"
     pools = [p for p in answer.get("pools", []) if not share or p.get("share") == share]
     if pools:
         parts.append("\n".join(pool_lines(pools)))

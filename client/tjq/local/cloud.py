@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
 
 import boto3
 from moto import mock_aws
@@ -274,14 +275,16 @@ class LocalCloud:
         headers: dict | None = None,
         caller: str = DEFAULT_CALLER,
     ) -> dict:
-        """The Lambda's proxy response to an API Gateway REST event for ``path``."""
+        """The Lambda's proxy response to an API Gateway REST event for ``path`` (with its
+        query string, if any)."""
+        path, _, query = path.partition("?")
         event = {
             "resource": path,
             "path": path,
             "httpMethod": method,
             "headers": headers or {"content-type": "application/json"},
             "multiValueHeaders": {},
-            "queryStringParameters": None,
+            "queryStringParameters": dict(parse_qsl(query)) or None,
             "pathParameters": None,
             "requestContext": {
                 "httpMethod": method,
@@ -337,9 +340,15 @@ class LocalCloud:
     # -- reading -----------------------------------------------------------------------------
 
     def jobs(self) -> list[dict]:
-        status, body = self.api("GET", "/jobs")
-        assert status == 200, body
-        return body["jobs"]
+        """Every row of GET /jobs, page after page."""
+        from tjq.api import every_row
+
+        def page(token: str | None) -> dict:
+            status, body = self.api("GET", "/jobs" + (f"?next_token={token}" if token else ""))
+            assert status == 200, body
+            return body
+
+        return every_row(page)
 
     def table(self) -> list[tuple[str, str, int]]:
         """(name, state, priority) per row of GET /jobs, as the blog's table shows them."""

@@ -165,7 +165,8 @@ def signed_by(authorization: str) -> str | None:
 def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
     class QueueApiHandler(_QuietHandler):
         def _route(self) -> None:
-            path = urlsplit(self.path).path
+            url = urlsplit(self.path)
+            path = url.path
             if not path.startswith(STAGE + "/"):
                 return self._reply(404, {"message": f"no such path; the API lives under {STAGE}"})
             # API Gateway with AWS_IAM auth refuses unsigned requests before the Lambda.
@@ -176,7 +177,7 @@ def _api_handler(cloud: LocalCloud) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length).decode() if length else None
             response = cloud.invoke_api(
                 self.command,
-                path[len(STAGE) :],
+                path[len(STAGE) :] + (f"?{url.query}" if url.query else ""),
                 body,
                 {k.lower(): v for k, v in self.headers.items()},
                 caller=local_user(access_key),

@@ -1,0 +1,67 @@
+"""GET /jobs, a page at a time: the holders, one page of the waiting queue with its places
+in line and expected starts, and where the next page starts (:mod:`job_queue.paging`)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from job_queue import outlook, paging
+from job_queue.config import Layout, Settings
+from job_queue.scheduler import WaitingJob, positions
+from job_queue.scheduler.forecast import ExpectedStart
+from job_queue.store import DynamoJobStore, Holders
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of the queue."""
+
+    held: Holders
+    layout: Layout
+    waiting: list[WaitingJob]  # this page's waiting jobs, in queue order
+    positions: list[int]
+    expected: dict[str, ExpectedStart]
+    next_token: str | None  # None: the last page
+    waiting_total: int  # waiting jobs in the whole queue (at least)
+    counted_at: float | None  # when the sweep counted them (None: counted now, exactly)
+
+
+def list_page(
+    store: DynamoJobStore,
+    settings: Settings,
+    held: Holders,
+    layout: Layout,
+    now: float,
+    limit: int = paging.DEFAULT_LIMIT,
+    token: str | None = None,
+) -> Listing:
+    """The page of ``token`` (None: the first): at most ``limit`` waiting jobs, read lazily,
+    so that a deep queue costs a page, not the whole queue."""
+    start = paging.page_start(token)
+    # Jobs without a share too: queued before shares were set, they still wait.
+    partitions = [None, *(s.name for s in layout.shares)]
+    types = list(layout.capacity)
+    reader = store.waiting(types, shares=partitions, after=start.after)
+    page = list(itertools.islice(reader, limit + 1))
+    more = len(page) > limit
+    page = page[:limit]
+    before = sum(start.line.single.values()) + len(start.line.multi)
+    places = positions(page, start.line)
+    whole = start.after is None and not more  # the page is the whole queue
+    expected = outlook.expected_starts(store, settings, held, layout, now, page if whole else None)
+    # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
+    # again for every page), and at least what was read.
+    known = before + len(page) + more
+    total = max(known, held.waiting_count or 0) if more else known
+    counted_at = held.waiting_counted_at if more and total > known else None
+    return Listing(
+        held,
+        layout,
+        page,
+        places,
+        expected,
+        paging.next_token(page[-1], start.line) if more else None,
+        total,
+        counted_at,
+    )

@@ -1,0 +1,39 @@
+"""What the holders item also keeps that is not a holding: the training plans as last read
+and the sweep's count of waiting jobs. Written without a version bump: no plan depends on
+them being the latest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from job_queue.scheduler.reservations import TrainingPlan
+from job_queue.store import codecs, table
+from job_queue.store.table import POOL_KEY
+
+
+class HolderNotes:
+    """The notes on the holders item of :class:`~job_queue.store.DynamoJobStore` (a mixin)."""
+
+    _db: object
+    _table: str
+
+    def set_plans(self, plans: Iterable[TrainingPlan]) -> None:
+        """Keep the training plans as just read. No version bump: a plan's windows are known
+        ahead, and a pass that read the plans a moment ago decides as this one would."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET plans = :plans",
+            ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeValues=table.ser({":plans": codecs.plans_value(plans)}),
+        )
+
+    def set_waiting_count(self, count: int, now: float) -> None:
+        """How many jobs wait, as the sweep counted them (no version bump: a figure to show)."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET waiting_count = :n, waiting_counted_at = :at",
+            ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeValues=table.ser({":n": count, ":at": now}),
+        )
