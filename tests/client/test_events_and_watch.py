@@ -23,9 +23,15 @@ def test_events_list_a_jobs_state_changes_in_order(capsys, local_env, unique):
     client = QueueClient.from_environment()
     name = unique("evented")
     client.submit(training_request(name, 1, instance_type=G4, run_seconds=1))
-    wait_until(lambda: client.job(name)["state"] == "completed", f"{name} to complete")
-    code, out, _ = smq(capsys, "events", "--job", name)
-    assert code == 0
+    # An invocation publishes its events as it ends: just after the change is visible.
+    out = wait_until(
+        lambda: (
+            (listed := smq(capsys, "events", "--job", name))[0] == 0
+            and "-> completed" in listed[1]
+            and listed[1]
+        ),
+        f"{name}'s completion among its events",
+    )
     moves = [line.split(" ", 2)[2] for line in out.splitlines()]
     assert moves == [
         "submitted -> pending",
