@@ -92,7 +92,7 @@ class QueueRoute:
         name = request["TrainingJobName"]
         self._requests[name] = request
         self._not_queued.discard(name)
-        self._report(name, answer["job"])
+        self.report(name, answer["job"])
         return answer
 
     def describe(self, name: str) -> dict | None:
@@ -102,7 +102,7 @@ class QueueRoute:
             job = self.queue.job(name)
         except JobNotFound:
             return None
-        self._report(name, job)
+        self.report(name, job)
         attempt = self._latest_attempt(job)
         return queued_description(
             job, attempt, self._requests.get(name), self.region, datetime.now(UTC)
@@ -180,7 +180,8 @@ class QueueRoute:
         finally:
             self._bypass.on = False
 
-    def _report(self, name: str, job: dict) -> None:
+    def report(self, name: str, job: dict) -> None:
+        """Say what changed in job ``name`` (a job this route queued) since the last look."""
         if not self.follows(name):
             return
         note = progress(self._last_seen.get(name), job)

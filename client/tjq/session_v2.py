@@ -10,7 +10,8 @@ import time
 from sagemaker.session import Session, _check_job_status
 
 from tjq.errors import JobEnded
-from tjq.progress import FINISHED, describe_state
+from tjq.job_logs import follow
+from tjq.progress import FINISHED
 from tjq.route import RoutedSession
 
 
@@ -51,13 +52,23 @@ class QueueTrainingJobSession(RoutedSession, Session):
         return description
 
     def logs_for_job(self, job_name, wait=False, poll=10, log_type="All", timeout=None):
-        """Report the job's progress through the queue; with ``wait``, until it ends."""
+        """The job's progress through the queue and its training logs, attempt after
+        attempt (each after a line saying which); with ``wait``, until it ends."""
         if not self.route.follows(job_name):
             return super().logs_for_job(job_name, wait, poll, log_type, timeout)
-        if not wait:
-            self._out(f"[queue] {job_name}: {describe_state(self.queue.job(job_name))}")
-            return None
-        self.wait_for_job(job_name)
+
+        logs = self.boto_session.client("logs")
+        follow(
+            job_name,
+            lambda: self.queue.job(job_name),
+            logs,
+            self._out,
+            wait=wait,
+            poll_seconds=self.poll_seconds,
+            report=lambda job: self.route.report(job_name, job),
+        )
+        if wait:
+            self.wait_for_job(job_name)  # it has ended: raises as the SDK does if it failed
         return None
 
     # -- internals ---------------------------------------------------------------------------

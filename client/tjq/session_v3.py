@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sagemaker.core.helper.session_helper import Session
 
+from tjq.log_route import show_attempts_in_sdk_logs
 from tjq.route import RoutedSession
 
 
@@ -37,4 +38,12 @@ class QueueTrainingJobSession(RoutedSession, Session):
     and ends as the SDK does: it returns for a completed or stopped job and raises
     ``FailedStatusError`` for a failed one. Describing the job by its name describes its
     latest SageMaker job. A ``boto_session`` passed in is routed too.
+
+    ``train(wait=True, logs=True)`` shows the training logs as the SDK does, across the
+    job's attempts (:mod:`tjq.log_route`): each resumed attempt's lines follow the last ones,
+    after a line saying which attempt it is.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        show_attempts_in_sdk_logs(self.route, self.boto_session)

@@ -2,6 +2,7 @@
 
     smq status [--share S] [--json] [--watch [SECONDS]]  the queue as a table
     smq events [--follow] [--job NAME] [--since MINUTES]  the queue's events (state changes)
+    smq logs NAME [--follow]         a job's training logs, across its attempts
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
@@ -142,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
         help="redraw the table every SECONDS (default 5) until Ctrl-C",
     )
     status.set_defaults(run=queue.status)
+
+    logs = commands.add_parser("logs", parents=[api], help="a job's training logs")
+    logs.add_argument("name")
+    logs.add_argument(
+        "--follow", "-f", action="store_true", help="wait for new lines until the job ends"
+    )
+    logs.set_defaults(run=queue.logs)
 
     events = commands.add_parser("events", parents=[api], help="the queue's events")
     events.add_argument("--follow", "-f", action="store_true", help="then wait for new ones")

@@ -64,6 +64,33 @@ def _status_text(answer: dict, share: str | None) -> str:
     return "\n\n".join(parts)
 
 
+def logs(args) -> int:
+    """A job's training logs, attempt after attempt; ``--follow``: until it ends."""
+    import boto3
+
+    from tjq.job_logs import follow
+    from tjq.progress import WAITING, describe_state, progress
+
+    api = client(args)
+    job = api.job(args.name)  # an unknown job: the API's 404, exit 1
+    if not job["attempts"] and not args.follow:
+        what = "waiting" if job["state"] in WAITING else job["state"]
+        print(f"{args.name}: {what}, no logs yet ({describe_state(job)})", file=sys.stderr)
+        return 0
+    seen: list[dict] = []
+
+    def report(current: dict) -> None:
+        if args.follow and (note := progress(seen[-1] if seen else None, current)):
+            print(f"[queue] {args.name}: {note}", flush=True)
+        seen.append(current)
+
+    logs_client = boto3.client("logs", region_name=api.region)
+    out = lambda line: print(line, flush=True)  # noqa: E731
+    look = lambda: api.job(args.name)  # noqa: E731
+    follow(args.name, look, logs_client, out, args.follow, 2.0, report=report)
+    return 0
+
+
 def events(args) -> int:
     """The queue's events, oldest first (the last ``--since`` minutes); ``--follow``: then
     the new ones as they come, until Ctrl-C."""

@@ -237,6 +237,7 @@ class LocalCloud:
         events = boto3.client("events", region_name=REGION, endpoint_url=self._endpoint_url)
         self.logs = boto3.client("logs", region_name=REGION, endpoint_url=self._endpoint_url)
         log_queue_events(events, self.logs, self.settings.queue_name, REGION, ACCOUNT)
+        self.sagemaker.logs = self.logs  # the emulated containers write a few lines each
         self.deps = Dependencies.from_clients(
             self.settings,
             self.dynamodb,

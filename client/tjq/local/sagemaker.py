@@ -40,7 +40,7 @@ from collections.abc import Callable
 from botocore.awsrequest import AWSResponse
 from botocore.parsers import create_parser
 
-from tjq.local import emulated_plans
+from tjq.local import emulated_logs, emulated_plans
 from tjq.local import emulated_pools as pools
 from tjq.local.emulated_faults import FaultInjection
 from tjq.local.emulated_job import (
@@ -97,6 +97,7 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         self._init_faults()
         # Called with each new job; may change its ends_at / end_reason (the simulator does).
         self.on_create: Callable[[EmulatedJob], None] | None = None
+        self.logs = None  # a CloudWatch Logs client: the containers' log lines go there
         self._lock = threading.RLock()
         self._operations = {
             "CreateTrainingJob": self.create_training_job,
@@ -377,6 +378,8 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         now = self.clock()
         job.status, job.secondary = status, secondary
         job.transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": status})
+        if secondary != "Pending":  # waiting for a plan's capacity: no container yet
+            emulated_logs.write(self.logs, job, status)
         detail = self.describe_training_job({"TrainingJobName": job.name})
         detail["Tags"] = dict(job.tags)
         self.events.append(state_change_event(detail, self.account, self.region, now))

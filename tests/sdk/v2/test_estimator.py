@@ -90,7 +90,9 @@ def test_fit_waits_on_the_queue_until_the_job_completes(session, source, unique,
     assert estimator.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
 
 
-def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env, source, unique):
+def test_fit_follows_a_preempted_job_and_its_logs_to_completion_under_its_new_name(
+    local_env, source, unique
+):
     said = []
     low_session = QueueTrainingJobSession(poll_seconds=0.2, out=said.append)
     low, high = unique("low"), unique("high")
@@ -104,7 +106,8 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
         pytorch(high_session, source, instance_type=G5, tags=priority_tag(9, seconds=3600)).fit(
             wait=False, job_name=high
         )
-        follow = threading.Thread(target=estimator.latest_training_job.wait, args=("None",))
+        # As fit(wait=True) does: logs_for_job, with the training logs.
+        follow = threading.Thread(target=estimator.latest_training_job.wait, args=("All",))
         follow.start()
         wait_until(lambda: any("waiting to resume" in line for line in said), "low to wait")
         wait_until(lambda: high_session.queue.job(high)["state"] == "running", "high to run")
@@ -116,6 +119,15 @@ def test_fit_follows_a_preempted_job_to_completion_under_its_new_name(local_env,
     assert any("waiting to resume" in note for note in notes)
     assert any(note.startswith("resumed as SageMaker job " + low + "-r2-") for note in notes)
     assert notes[-1] == "completed"
+    # Each attempt's training logs, after a line saying which attempt.
+    first = said.index(f"[queue] {low}: logs of attempt 1 (SageMaker job {low})")
+    assert said[first + 1] == f"[algo-1] Starting training job {low}"
+    assert "[algo-1] Received SIGTERM: the training job is being stopped" in said[first:]
+    (second,) = [i for i, line in enumerate(said) if "logs of attempt 2" in line]
+    assert second > first and said[second + 1].startswith(
+        f"[algo-1] Starting training job {low}-r2-"
+    )
+    assert "[algo-1] Training finished: reporting success" in said[second:]
     final = estimator.latest_training_job.describe()
     assert final["TrainingJobName"] == low  # the queue's name; the ARN is its latest job's
     assert final["TrainingJobArn"].rsplit("/", 1)[1].startswith(low + "-r2-")

@@ -2,6 +2,7 @@
 to the local API. Nothing of the SDK or of the queue is mocked; no environment variable
 beyond what `smq local-api` prints (the SDK's role check is answered by the local IAM)."""
 
+import logging
 import threading
 
 import pytest
@@ -115,13 +116,13 @@ def test_a_priority_that_is_not_an_integer_is_refused_and_nothing_is_queued(
 
 
 def test_train_waits_through_preemption_and_resumption_and_ends_as_v3_does(
-    local_env, source, unique
+    local_env, source, unique, sdk_log
 ):
     said = []
     low_session = QueueTrainingJobSession(out=said.append)
     low_base, high_base = unique("low"), unique("high")
     low = trainer(low_session, source, low_base, G5, tags_=priority_tag(1, seconds=3600))
-    follow = threading.Thread(target=low.train, kwargs={"wait": True})
+    follow = threading.Thread(target=low.train, kwargs={"wait": True, "logs": True})
     follow.start()
     wait_until(lambda: low._latest_training_job, "low to be queued")
     name = low._latest_training_job.training_job_name
@@ -142,6 +143,14 @@ def test_train_waits_through_preemption_and_resumption_and_ends_as_v3_does(
     assert any(note.startswith("preempted by " + high) for note in notes)  # seen stopping or not
     assert any(note.startswith("resumed as SageMaker job " + name + "-r2-") for note in notes)
     assert notes[-1].endswith("completed")
+    # The SDK's own log display shows every attempt, each after a line saying which.
+    lines = [line.split("\n", 1)[-1] for line in sdk_log.lines]
+    first = lines.index(f"[queue] {name}: logs of attempt 1 (SageMaker job {name})")
+    assert lines[first + 1] == f"[algo-1] Starting training job {name}"
+    (second,) = [i for i, line in enumerate(lines) if "logs of attempt 2" in line]
+    assert "[algo-1] Received SIGTERM: the training job is being stopped" in lines[first:second]
+    assert lines[second + 1].startswith(f"[algo-1] Starting training job {name}-r2-")
+    assert "[algo-1] Training finished: reporting success" in lines[second:]
     latest = low._latest_training_job
     assert latest.training_job_name == name  # the queue's name, for the SDK
     assert latest.training_job_arn.rsplit("/", 1)[1].startswith(f"{name}-r2-")  # its attempt
@@ -180,3 +189,27 @@ def test_other_calls_go_to_aws_as_usual(session, tmp_path, unique):
     # A job the queue never had is described by SageMaker (here: none of that name).
     with pytest.raises(Exception, match=r"not found|does not exist|ResourceNotFound"):
         TrainingJob.get(training_job_name=unique("unknown"), session=session.boto_session)
+
+
+@pytest.fixture
+def sdk_log():
+    """What SDK v3's log display shows: it logs at INFO (the application decides whether
+    that is printed; here it is collected)."""
+    logger = logging.getLogger("sagemaker.core.resources")
+    lines, level = _Lines(), logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(lines)
+    yield lines
+    logger.removeHandler(lines)
+    logger.setLevel(level)
+
+
+class _Lines(logging.Handler):
+    """The SDK's log records, as their messages."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
