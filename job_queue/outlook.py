@@ -89,6 +89,8 @@ def expected_starts(
     order, if already read)."""
     if waiting is None:
         waiting = waiting_within_horizon(store, layout)
+    if layout.shares:  # as a pass: jobs queued before there were shares are not offered
+        waiting = [job for job in waiting if job.share is not None]
     return forecast.expected_starts(
         waiting,
         held.jobs,

@@ -15,6 +15,7 @@ import contextlib
 import json
 import threading
 import time
+import weakref
 
 from tjq.job_logs import LOG_GROUP, AttemptLogs, attempt_line, host_of
 from tjq.route import QueueRoute, _answer
@@ -33,13 +34,19 @@ class _HostStream:
 
 
 class LogRoute:
-    """Answers DescribeLogStreams and GetLogEvents for the jobs ``route`` queued."""
+    """Answers DescribeLogStreams and GetLogEvents for the jobs its routes queued (every
+    :class:`~tjq.route.QueueRoute` added)."""
 
-    def __init__(self, route: QueueRoute) -> None:
-        self.route = route
-        self._logs = None  # a client of the same session, for the attempts' real streams
+    def __init__(self) -> None:
+        self._routes: list[weakref.ref[QueueRoute]] = []  # a session's, while it lives
+        self._logs = None  # the client the handlers are on, for the attempts' real streams
         self._hosts: dict[str, _HostStream] = {}
         self._bypass = threading.local()
+
+    def add(self, route: QueueRoute) -> None:
+        """Answer for ``route``'s jobs too (a later route first)."""
+        self._routes = [ref for ref in self._routes if ref() is not None]
+        self._routes.insert(0, weakref.ref(route))
 
     def install(self, events, logs_client) -> LogRoute:
         """Answer for clients using ``events``; ``logs_client`` reads the real streams."""
@@ -57,9 +64,10 @@ class LogRoute:
     def _on_streams(self, params, **_):
         body = json.loads(params["body"] or b"{}")
         name = self._job_of_prefix(body)
-        if name is None:
+        route = self._route_of(name)
+        if route is None:
             return None
-        job = self.route.last_seen(name) or {}
+        job = route.last_seen(name) or {}
         hosts = max(1, int(job.get("instance_count") or 1))
         streams = [{"logStreamName": f"{name}/algo-{n}"} for n in range(1, hosts + 1)]
         return _answer({"logStreams": streams})
@@ -68,16 +76,17 @@ class LogRoute:
         body = json.loads(params["body"] or b"{}")
         stream = body.get("logStreamName", "")
         name, _, host = stream.partition("/")
+        route = self._route_of(name)
         if (
             getattr(self._bypass, "on", False)
             or body.get("logGroupName") != LOG_GROUP
-            or not self.route.follows(name)
+            or route is None
             or not host.startswith("algo-")
             or "-" in host.removeprefix("algo-")  # a real stream: algo-<n>-<epoch>
         ):
             return None
         state = self._hosts.setdefault(stream, _HostStream())
-        events = self._new_events(name, host, state)
+        events = self._new_events(route.last_seen(name) or {}, name, host, state)
         state.served += 1
         token = f"tjq/{stream}/{state.served}"
         return _answer({"events": events, "nextForwardToken": token, "nextBackwardToken": token})
@@ -87,11 +96,14 @@ class LogRoute:
     def _job_of_prefix(self, body: dict) -> str | None:
         if getattr(self._bypass, "on", False) or body.get("logGroupName") != LOG_GROUP:
             return None
-        name = (body.get("logStreamNamePrefix") or "").removesuffix("/")
-        return name if self.route.follows(name) else None
+        return (body.get("logStreamNamePrefix") or "").removesuffix("/") or None
 
-    def _new_events(self, name: str, host: str, state: _HostStream) -> list[dict]:
-        job = self.route.last_seen(name) or {}
+    def _route_of(self, name: str | None) -> QueueRoute | None:
+        """The route that queued job ``name``, if any."""
+        routes = (ref() for ref in self._routes)
+        return next((r for r in routes if r is not None and name and r.follows(name)), None)
+
+    def _new_events(self, job: dict, name: str, host: str, state: _HostStream) -> list[dict]:
         events = []
         with self._bypassed():
             for attempt in job.get("attempts") or []:
@@ -122,14 +134,21 @@ class LogRoute:
             self._bypass.on = False
 
 
-def show_attempts_in_sdk_logs(route: QueueRoute, boto_session) -> None:
-    """Make SDK v3's log display read queued jobs' logs through a :class:`LogRoute` on
-    ``boto_session`` (sagemaker-core reads every job's logs with one shared client)."""
-    from sagemaker.core.utils.logs import CloudWatchLogsClient
+_SHARED: LogRoute | None = None  # sagemaker-core reads every job's logs with one client
 
-    logs = boto_session.client("logs")
-    LogRoute(route).install(logs.meta.events, logs)
-    CloudWatchLogsClient.client = logs  # what a first CloudWatchLogsClient() will use
-    existing = type(CloudWatchLogsClient)._instances.get(CloudWatchLogsClient)
-    if existing is not None:
-        existing.client = logs
+
+def show_attempts_in_sdk_logs(route: QueueRoute, boto_session) -> None:
+    """Make SDK v3's log display read the logs of ``route``'s jobs across their attempts:
+    the first session gives sagemaker-core a logs client (of its ``boto_session``) with a
+    :class:`LogRoute` on it, and every session adds its route."""
+    global _SHARED
+    if _SHARED is None:
+        from sagemaker.core.utils.logs import CloudWatchLogsClient
+
+        logs = boto_session.client("logs")
+        _SHARED = LogRoute().install(logs.meta.events, logs)
+        CloudWatchLogsClient.client = logs  # what a first CloudWatchLogsClient() will use
+        existing = type(CloudWatchLogsClient)._instances.get(CloudWatchLogsClient)
+        if existing is not None:
+            existing.client = logs
+    _SHARED.add(route)

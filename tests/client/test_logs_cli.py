@@ -11,7 +11,16 @@ from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
-from tests.client.conftest import G4, resumed_attempts_finish_at_once, wait_until
+from tests.client.conftest import G4, P5, resumed_attempts_finish_at_once, wait_until
+
+
+def cancelled(client, *names) -> None:
+    """Cancel the jobs, and wait until they have let go of the instance (for the next test)."""
+    for name in names:
+        client.cancel(name)
+    wait_until(
+        lambda: all(client.job(n)["state"] == "cancelled" for n in names), "the jobs to stop"
+    )
 
 
 def smq(capsys, *argv) -> tuple[int, str, str]:
@@ -83,9 +92,7 @@ def test_logs_of_a_job_that_never_started_say_so(capsys, local_env, unique):
         assert (code, out) == (0, "")
         assert f"{waiting}: waiting, no logs yet (queued at position 1" in err
     finally:
-        for name in (waiting, blocker):
-            main(["cancel", name])
-        capsys.readouterr()
+        cancelled(client, waiting, blocker)
 
 
 def test_logs_of_an_unknown_job_exit_1(capsys, local_env):
@@ -115,6 +122,17 @@ def test_logs_follow_of_a_waiting_job_shows_its_progress_until_ctrl_c(local_env,
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=30)
-        for name in (waiting, blocker):
-            main(["cancel", name])
+        cancelled(client, waiting, blocker)
     assert process.returncode == 130
+
+
+def test_logs_of_a_job_on_two_instances_name_each_host(capsys, local_env, unique):
+    client = QueueClient.from_environment()
+    name = unique("pair")
+    client.submit(training_request(name, 1, instance_type=P5, instance_count=2, run_seconds=1))
+    wait_until(lambda: client.job(name)["state"] == "completed", f"{name} to complete")
+    code, out, _ = smq(capsys, "logs", name)
+    assert code == 0
+    hosts = {line.split(": ", 1)[0] for line in out.splitlines()[1:]}
+    assert hosts == {"algo-1", "algo-2"}
+    assert f"algo-2: [algo-2] Starting training job {name}" in out.splitlines()

@@ -24,6 +24,8 @@ def test_create_training_job_through_a_rerouted_session_is_queued(local_env, uni
     blocker, name = unique("blocker"), unique("scripted")
 
     sagemaker.create_training_job(**request(blocker, 5))
+    # The previous test's jobs may still be stopping (real time) and holding the instance.
+    wait_until(lambda: route.queue.job(blocker)["state"] == "running", f"{blocker} to run")
     answer = sagemaker.create_training_job(**request(name, 1))
 
     assert answer["TrainingJobArn"].endswith(f":training-job/{name}")
