@@ -126,8 +126,8 @@ def outlook_table(result: dict) -> str:
     note = (
         f"\n\nThe replay plays the first {HORIZON} waiting jobs of each instance type and share "
         "(twice: at the latest, likely); jobs further back get no estimate. A submission's "
-        "place in line comes from the same read. GET /jobs answers 100 waiting jobs a page; "
-        "below one page it needs no count, above it counts the queue (a COUNT query) to say "
-        "how many wait."
+        "place in line comes from the same read. GET /jobs answers 100 waiting jobs a page "
+        "(and reads the replay's jobs apart when the queue is longer than one); how many wait "
+        "beyond the page is the sweep's count, so no page counts the queue."
     )
     return tabulate(rows, headers=headers, disable_numparse=True) + note
