@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from job_queue.config import Layout, Settings
 from job_queue.models import Job
 from job_queue.scheduler import WaitingJob, forecast, positions, queue_order
-from job_queue.scheduler.forecast import HORIZON, ExpectedStart
+from job_queue.scheduler.forecast import HORIZON, ExpectedStart, partition
 from job_queue.store import DynamoJobStore, Holders
 
 
@@ -41,10 +41,6 @@ def outlook_of(
     return Outlook(position, expected, None if position is not None else HORIZON)
 
 
-def _partition(job: WaitingJob) -> tuple[str, str | None]:
-    return (next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share)
-
-
 def waiting_within_horizon(store: DynamoJobStore, layout: Layout) -> list[WaitingJob]:
     """The waiting jobs a replay plays, read lazily: a partition is read no further once
     it gave the horizon's jobs."""
@@ -54,7 +50,7 @@ def waiting_within_horizon(store: DynamoJobStore, layout: Layout) -> list[Waitin
     for job in store.waiting(
         list(layout.capacity), lambda itype, share: read[itype, share] < HORIZON, partitions
     ):
-        read[_partition(job)] += 1
+        read[partition(job)] += 1
         jobs.append(job)
     return jobs
 
@@ -66,8 +62,8 @@ def settled_places(waiting: Sequence[WaitingJob]) -> dict[str, int]:
     read: Counter[tuple[str, str | None]] = Counter()
     last: dict[tuple[str, str | None], tuple[int, int]] = {}
     for job in waiting:
-        read[_partition(job)] += 1
-        last[_partition(job)] = queue_order(job)
+        read[partition(job)] += 1
+        last[partition(job)] = queue_order(job)
     cut = {p: last[p] for p, n in read.items() if n >= HORIZON}  # it may go on unread
     places = {}
     for job, place in zip(waiting, positions(waiting), strict=True):

@@ -77,15 +77,19 @@ class ExpectedStart:
     based_on: int  # completed jobs behind the run times the likely estimate used
 
 
+def partition(job: WaitingJob) -> tuple[str, str | None]:
+    """The waiting partition a job is read from: its instance type (``*``: several), share."""
+    return (next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share)
+
+
 def within_horizon(waiting: Iterable[WaitingJob], horizon: int = HORIZON) -> list[WaitingJob]:
     """The waiting jobs (in queue order) a replay plays: the first ``horizon`` of each
     instance type and share."""
     seen: Counter[tuple[str, str | None]] = Counter()
     kept = []
     for job in waiting:
-        partition = (next(iter(job.demand)) if len(job.demand) == 1 else "*", job.share)
-        seen[partition] += 1
-        if seen[partition] <= horizon:
+        seen[partition(job)] += 1
+        if seen[partition(job)] <= horizon:
             kept.append(job)
     return kept
 

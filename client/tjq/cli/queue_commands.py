@@ -77,12 +77,13 @@ def logs(args) -> int:
         what = "waiting" if job["state"] in WAITING else job["state"]
         print(f"{args.name}: {what}, no logs yet ({describe_state(job)})", file=sys.stderr)
         return 0
-    seen: list[dict] = []
+    last: dict = {}  # the view last reported
 
     def report(current: dict) -> None:
-        if args.follow and (note := progress(seen[-1] if seen else None, current)):
+        if args.follow and (note := progress(last or None, current)):
             print(f"[queue] {args.name}: {note}", flush=True)
-        seen.append(current)
+        last.clear()
+        last.update(current)
 
     logs_client = boto3.client("logs", region_name=api.region)
     out = lambda line: print(line, flush=True)  # noqa: E731
