@@ -60,18 +60,24 @@ class Actions:
             victim = self.store.get(preemption.victim.name)
             if victim is None or victim.state != JobState.RUNNING:
                 raise StaleState(f"{preemption.victim.name} is no longer running")
+            lost = None if preemption.lost_work_s is None else round(preemption.lost_work_s)
+            audit = AuditEntry(
+                now, Action.PREEMPTED, preempted_by=preemption.preemptor, lost_work_s=lost
+            )
             self.store.begin_stop(
                 victim,
                 JobState.PREEMPTING,
                 now,
                 preempted_by=preemption.preemptor,
                 pool_version=version,
-                audit=AuditEntry(now, Action.PREEMPTED, preempted_by=preemption.preemptor),
+                audit=audit,
             )
             version += 1
             self.changed(victim, JobState.PREEMPTING, now, preemption.reason)
-            logger.info(preemption.reason, extra={"job": victim.name})
+            logger.info(preemption.reason, extra={"job": victim.name, "lost_work_s": lost})
             self.report.preemptions += 1
+            if lost is not None:
+                self.report.lost_instance_seconds.append(lost * sum(victim.demand.values()))
             self.sagemaker.stop(victim.attempt_name)
         claimed: list[tuple[Job, WarmPool | None]] = []
         try:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
@@ -51,6 +52,8 @@ class Settings:
     capped_instance_types: frozenset[str] = frozenset()
     uncapped: frozenset[str] = frozenset()  # types whose instances are never counted
     training_plans: tuple[TrainingPlan, ...] = ()  # reserved capacity, as configured
+    # Jobs without a CheckpointConfig save under this + their name ("": they get none).
+    checkpoint_s3_uri: str = ""
 
     def check_capped(self, capacity: Mapping[str, int], where: str) -> None:
         """Every type of ``capacity`` is one the deployment caps (CappedInstanceTypes):
@@ -85,7 +88,7 @@ class Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
         FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY,
-        CAPPED_INSTANCE_TYPES and TRAINING_PLAN_ARNS."""
+        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS and CHECKPOINT_S3_URI."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -134,12 +137,21 @@ class Settings:
             capped_instance_types=frozenset(
                 t.strip() for t in env.get("CAPPED_INSTANCE_TYPES", "").split(",") if t.strip()
             ),
+            checkpoint_s3_uri=parse_checkpoint_uri(env.get("CHECKPOINT_S3_URI", "")),
         )
         both = sorted(uncapped & set(settings.capacity))
         if both:
             raise ConfigError(f"CAPACITY: {', '.join(both)} is uncapped, but SHARES caps it")
         settings.check_capped(settings.capacity, "SHARES" if shares else "CAPACITY")
         return settings
+
+
+def parse_checkpoint_uri(text: str) -> str:
+    """CHECKPOINT_S3_URI: an s3:// URI, or empty (the queue then sets no CheckpointConfig)."""
+    try:
+        return checkpoints.check_base_uri(text)
+    except ValueError as exc:
+        raise ConfigError(f"CHECKPOINT_S3_URI: {exc}") from None
 
 
 def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:

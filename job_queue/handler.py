@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from botocore.config import Config
 
 from job_queue import queue_events
+from job_queue.checkpoints import CheckpointTimes
 from job_queue.config import Settings
 from job_queue.routes import make_app
 from job_queue.sagemaker import SageMakerGateway
@@ -41,10 +42,19 @@ class Dependencies:
     clock: Callable[[], float] = time.time
     plans_read: threading.Event = field(default_factory=threading.Event)  # at cold start
     events: object | None = None  # EventBridge client for the queue's events (None: none)
+    # When jobs that save at an interval last saved (None: by their declaration alone).
+    checkpoint_times: CheckpointTimes | None = None
 
     @classmethod
     def from_clients(
-        cls, settings: Settings, dynamodb, sagemaker, clock=time.time, sleep=time.sleep, events=None
+        cls,
+        settings: Settings,
+        dynamodb,
+        sagemaker,
+        clock=time.time,
+        sleep=time.sleep,
+        events=None,
+        s3=None,
     ):
         return cls(
             settings=settings,
@@ -54,6 +64,7 @@ class Dependencies:
             sagemaker=SageMakerGateway(sagemaker, settings.queue_name, sleep=sleep),
             clock=clock,
             events=events,
+            checkpoint_times=None if s3 is None else CheckpointTimes(s3),
         )
 
 
@@ -67,6 +78,7 @@ def _from_environment() -> Dependencies:
         boto3.client("dynamodb", config=config),
         boto3.client("sagemaker", config=config),
         events=boto3.client("events", config=config),
+        s3=boto3.client("s3", config=config),
     )
 
 
@@ -77,7 +89,9 @@ def lambda_handler(event: dict, context) -> dict | None:
 @logger.inject_lambda_context(clear_state=True)
 def handle(event: dict, context, deps: Dependencies) -> dict | None:
     """Process one event with the given dependencies (the local runner passes its own)."""
-    service = QueueService(deps.store, deps.sagemaker, deps.settings, deps.clock)
+    service = QueueService(
+        deps.store, deps.sagemaker, deps.settings, deps.clock, deps.checkpoint_times
+    )
     try:
         kind = event.get("detail-type")
         if not deps.plans_read.is_set():
@@ -113,6 +127,8 @@ def _emit_metrics(service: QueueService) -> None:
             metrics.add_metric("WaitSecondsAtStart", MetricUnit.Seconds, wait)
     if report.preemptions:
         metrics.add_metric("Preemptions", MetricUnit.Count, report.preemptions)
+    for lost in report.lost_instance_seconds:
+        metrics.add_metric("LostInstanceSeconds", MetricUnit.Seconds, lost)
     if report.refused_starts:
         metrics.add_metric("RefusedStarts", MetricUnit.Count, report.refused_starts)
     for itype, count in report.capacity.items():

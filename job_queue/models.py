@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from job_queue import warm_pools
+from job_queue import tags, warm_pools
 
 
 class JobState(StrEnum):
@@ -68,6 +68,34 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
+class Checkpointing:
+    """How a job saves its progress, as its ``checkpoint`` tag declares it: when SageMaker
+    stops it (``on-stop``: a preempted attempt keeps all its progress), or every
+    ``every_s`` seconds (it loses what it did since its last save)."""
+
+    every_s: int | None = None  # None: on stop
+
+    ON_STOP = "on-stop"
+
+    @property
+    def on_stop(self) -> bool:
+        return self.every_s is None
+
+    @classmethod
+    def parse(cls, value: object) -> Checkpointing:
+        """``on-stop`` or a positive whole number of seconds; ValueError otherwise."""
+        text = str(value).strip().lower() if isinstance(value, str | int) else ""
+        if text == cls.ON_STOP:
+            return cls()
+        if text.isdigit() and int(text) > 0:
+            return cls(int(text))
+        raise ValueError(f"must be {cls.ON_STOP!r} or a positive number of seconds, got {value!r}")
+
+    def __str__(self) -> str:
+        return self.ON_STOP if self.on_stop else str(self.every_s)
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One SageMaker training job started for a queued job."""
 
@@ -101,6 +129,7 @@ class AuditEntry:
     from_priority: int | None = None
     to_priority: int | None = None
     preempted_by: str | None = None
+    lost_work_s: int | None = None  # a preemption: the progress it threw away (estimated)
 
 
 @dataclass(frozen=True)
@@ -147,6 +176,21 @@ class Job:
     def warm_key(self) -> str | None:
         """The configuration a warm pool is matched on (None: it can use none)."""
         return warm_pools.warm_key(self.request)
+
+    @property
+    def checkpoint(self) -> Checkpointing | None:
+        """How it saves its progress (its ``checkpoint`` tag; None: not declared)."""
+        value = tags.value(self.request.get("Tags"), tags.CHECKPOINT)
+        try:
+            return None if value is None else Checkpointing.parse(value)
+        except ValueError:
+            return None  # refused at submission; an older item may still hold one
+
+    @property
+    def checkpoint_uri(self) -> str | None:
+        """CheckpointConfig.S3Uri: where its attempts save and find their checkpoints."""
+        value = (self.request.get("CheckpointConfig") or {}).get("S3Uri")
+        return value if isinstance(value, str) and value else None
 
     @property
     def preemptions(self) -> int:

@@ -20,6 +20,7 @@ class Report:
     waits_at_start: list[float] = field(default_factory=list)
     warm_starts: int = 0  # of those starts, how many on a warm pool
     preemptions: int = 0
+    lost_instance_seconds: list[float] = field(default_factory=list)  # per preemption (estimated)
     refused_starts: int = 0  # CreateTrainingJob refused for capacity or throttling (retried)
     capacity: dict[str, int] = field(default_factory=dict)  # per capped type, as in effect
     instances_in_use: dict[str, int] = field(default_factory=dict)  # jobs and pools

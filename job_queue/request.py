@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from job_queue import tags, warm_pools
 from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
-from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Demand
+from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Checkpointing, Demand
 
 MAX_BODY_BYTES = 256 * 1024
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -101,9 +101,11 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
             "capacity names the plans)",
         )
     warm_pools.check_keep_alive(request)
+    priority = priority_of(request.get("Tags"))
+    checkpoint_of(request)
     return Submission(
         name=job_name,
-        priority=priority_of(request.get("Tags")),
+        priority=priority,
         share=share_of(request.get("Tags")),
         demand=demand,
         request=request,
@@ -156,6 +158,24 @@ def share_of(request_tags: object) -> str | None:
     if not isinstance(value, str) or not value:
         raise InvalidRequest.must(f"Tags.{tags.SHARE}", f"be a share's name, got {value!r}")
     return value
+
+
+def checkpoint_of(request: Mapping) -> Checkpointing | None:
+    """The ``checkpoint`` tag (``on-stop`` or seconds), if any, and a CheckpointConfig of
+    the right shape (``priority_of`` has checked the tags)."""
+    config = request.get("CheckpointConfig")
+    if config is not None and not (
+        isinstance(config, dict) and str(config.get("S3Uri", "")).startswith("s3://")
+    ):
+        raise InvalidRequest.must("CheckpointConfig.S3Uri", "be an s3:// URI")
+    if not any(t["Key"] == tags.CHECKPOINT for t in request.get("Tags") or ()):
+        return None
+    try:
+        return Checkpointing.parse(tags.value(request.get("Tags"), tags.CHECKPOINT))
+    except ValueError as exc:
+        raise InvalidRequest.must(
+            f"Tags.{tags.CHECKPOINT}", str(exc).removeprefix("must ")
+        ) from None
 
 
 def parse_priority(value: object, field: str = "priority") -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, lifecycle, outside, plans, tags, warm_pools
+from job_queue import access, checkpoints, lifecycle, outside, plans, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
@@ -27,11 +27,13 @@ from job_queue.request import parse_priority, validate_submission
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import (
     ActiveJob,
+    LostWork,
     Plan,
     ShareLedger,
     make_planner,
     total_capacity,
 )
+from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
@@ -68,8 +70,10 @@ class QueueService:
         sagemaker: SageMakerGateway,
         settings: Settings,
         clock: Callable[[], float] = time.time,
+        checkpoint_times: SavedAt | None = None,
     ) -> None:
         self.store = store
+        self._saved_at = checkpoint_times  # read only when a pass chooses victims
         self.sagemaker = sagemaker
         self.settings = settings
         self.clock = clock
@@ -91,6 +95,9 @@ class QueueService:
             caller, submission.priority, layout.share(share), self._ceiling(layout, share)
         )
         queued = warm_pools.with_default_keep_alive(request, self.settings.keep_alive_seconds)
+        queued = checkpoints.with_default_location(
+            queued, self.settings.checkpoint_s3_uri, submission.name
+        )
         existing = self.store.get(submission.name)
         if existing is None:
             now = self.clock()
@@ -372,6 +379,7 @@ class QueueService:
             pools,
             held.outside,
             layout.plans,
+            LostWork(now, self._saved_at),
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.

@@ -1,9 +1,11 @@
 """The tags the queue reads and writes, and the one way to add tags to a request.
 
-A user sets two tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSession``):
+A user sets these tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSession``):
 
 * ``priority`` — an integer, higher runs first (0 without one);
-* ``share`` — the job's quota share, when the queue has shares.
+* ``share`` — the job's quota share, when the queue has shares;
+* ``checkpoint`` — how it saves its progress: ``on-stop`` (when SageMaker stops it) or an
+  interval in seconds; the queue then preempts the job that would lose least first.
 
 The queue adds three to every SageMaker job it starts, so that a state-change event finds its
 way back to the queued job (and the EventBridge rule matches only this queue's jobs):
@@ -19,6 +21,7 @@ from collections.abc import Iterable, Mapping
 
 PRIORITY = "priority"
 SHARE = "share"
+CHECKPOINT = "checkpoint"
 QUEUE = "training-job-queue:queue"
 JOB = "training-job-queue:job"
 ATTEMPT = "training-job-queue:attempt"

@@ -117,6 +117,8 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         "sagemaker_job_name": job.attempt_name,
         "training_plan": job.training_plan if job.state.holds_instances else None,
         "keep_alive_seconds": job.keep_alive,
+        "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
+        "checkpoint_s3_uri": job.checkpoint_uri,
         "preemptions": job.preemptions,
         "preempted_by": job.preempted_by,
         "failure_reason": job.failure_reason,
@@ -152,6 +154,8 @@ def history_row(entry: AuditEntry) -> dict:
         row.update({"from": entry.from_priority, "to": entry.to_priority})
     if entry.preempted_by is not None:
         row["preempted_by"] = entry.preempted_by
+    if entry.lost_work_s is not None:
+        row["lost_work_seconds"] = entry.lost_work_s
     return row
 
 

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 
 from job_queue import tags
 from job_queue.errors import InvalidRequest
+from job_queue.models import Checkpointing
 from job_queue.request import parse_priority
 from tjq.api import QueueClient
 from tjq.describe import queued_description, training_job_arn
@@ -42,8 +43,9 @@ class QueueRoute:
     """The queue's side of a boto3 session: what CreateTrainingJob and DescribeTrainingJob
     answer, and the progress messages of the jobs it queued.
 
-    ``priority`` and ``share`` fill in the ``priority`` and ``share`` tags of requests that
-    have none; ``out`` receives each ``[queue] <job>: <what changed>`` line.
+    ``priority``, ``share`` and ``checkpoint`` fill in the ``priority``, ``share`` and
+    ``checkpoint`` tags of requests that have none; ``out`` receives each
+    ``[queue] <job>: <what changed>`` line.
     """
 
     def __init__(
@@ -53,12 +55,14 @@ class QueueRoute:
         *,
         priority: int | None = None,
         share: str | None = None,
+        checkpoint: str | int | None = None,
         out: Callable[[str], None] = print,
     ) -> None:
         self.queue = queue
         self.region = region
         self.priority = None if priority is None else integer_priority(priority, "priority=")
         self.share = share
+        self.checkpoint = None if checkpoint is None else checkpointing(checkpoint, "checkpoint=")
         self._out = out
         self._client_factory: Callable[[], object] | None = None
         self._client = None
@@ -117,12 +121,13 @@ class QueueRoute:
         return self._last_seen.get(name)
 
     def with_tags(self, request: dict) -> dict:
-        """The request with the route's priority and share, where its tags set none; refused
-        (:class:`InvalidJob`) if its priority tag is not an integer in range."""
+        """The request with the route's priority, share and checkpoint, where its tags set
+        none; refused (:class:`InvalidJob`) if its priority or checkpoint tag is not valid."""
         request = copy.deepcopy(request)
         given = request.get("Tags") or []
         check_priority_tag(given)
         defaults = {tags.PRIORITY: self.priority, tags.SHARE: self.share}
+        defaults[tags.CHECKPOINT] = self.checkpoint
         added = {k: str(v) for k, v in defaults.items() if v is not None}
         request["Tags"] = tags.with_tags(given, added, replace=False)
         if not request["Tags"]:
@@ -196,6 +201,7 @@ def reroute(
     *,
     priority: int | None = None,
     share: str | None = None,
+    checkpoint: str | int | None = None,
     api_id: str | None = None,
     queue: QueueClient | None = None,
     out: Callable[[str], None] = print,
@@ -209,8 +215,8 @@ def reroute(
         tjq.reroute(session)                       # SMQ_API_URL from the environment
         session.client("sagemaker").create_training_job(**request)   # queued
 
-    ``priority`` / ``share`` are the defaults for requests without those tags; the queue is
-    ``api_url`` (else SMQ_API_URL) or the client ``queue``. Describing a
+    ``priority`` / ``share`` / ``checkpoint`` are the defaults for requests without those
+    tags; the queue is ``api_url`` (else SMQ_API_URL) or the client ``queue``. Describing a
     queued job by its name then describes its latest SageMaker job. Rerouting the same
     target again replaces the earlier route.
     """
@@ -229,7 +235,9 @@ def reroute(
         )
     queue = queue or QueueClient.from_environment(api_url, api_id=api_id, boto_session=boto_session)
     region = (boto_session.region_name if boto_session else target.meta.region_name) or queue.region
-    route = QueueRoute(queue, region, priority=priority, share=share, out=out)
+    route = QueueRoute(
+        queue, region, priority=priority, share=share, checkpoint=checkpoint, out=out
+    )
     return route.install(events, factory)
 
 
@@ -241,10 +249,22 @@ def integer_priority(value, what: str) -> int:
         raise InvalidJob(str(exc)) from None
 
 
+def checkpointing(value, what: str) -> str:
+    """How a job checkpoints, as its tag says it (``on-stop`` or seconds); InvalidJob
+    otherwise, before anything is sent."""
+    try:
+        return str(Checkpointing.parse(value))
+    except ValueError as exc:
+        raise InvalidJob(f"{what} {exc}") from None
+
+
 def check_priority_tag(given: list[dict]) -> None:
-    """Refuse (:class:`InvalidJob`) tags whose priority is not an integer in range."""
+    """Refuse (:class:`InvalidJob`) tags whose priority is not an integer in range, or whose
+    checkpoint is neither ``on-stop`` nor seconds."""
     if any(t.get("Key") == tags.PRIORITY for t in given):
         integer_priority(tags.value(given, tags.PRIORITY), "the priority tag")
+    if any(t.get("Key") == tags.CHECKPOINT for t in given):
+        checkpointing(tags.value(given, tags.CHECKPOINT), "the checkpoint tag")
 
 
 def _answer(parsed: dict) -> tuple[AWSResponse, dict]:
@@ -258,7 +278,8 @@ class RoutedSession:
     ``Session``: its boto3 session (the caller's ``boto_session``, or a new one) is routed
     to the queue before the SDK makes its clients from it.
 
-    ``priority`` / ``share``: the defaults for jobs without those tags; ``out`` receives the
+    ``priority`` / ``share`` / ``checkpoint``: the defaults for jobs without those tags
+    (``checkpoint``: ``"on-stop"`` or seconds, how the job saves its progress); ``out`` receives the
     ``[queue] ...`` progress lines; the queue is ``api_url`` (else SMQ_API_URL) or ``queue``.
     """
 
@@ -268,6 +289,7 @@ class RoutedSession:
         *,
         priority: int | None = None,
         share: str | None = None,
+        checkpoint: str | int | None = None,
         api_id: str | None = None,
         queue: QueueClient | None = None,
         out: Callable[[str], None] = print,
@@ -279,6 +301,7 @@ class RoutedSession:
             api_url,
             priority=priority,
             share=share,
+            checkpoint=checkpoint,
             api_id=api_id,
             queue=queue,
             out=out,

@@ -20,7 +20,7 @@ from tjq import sdk_objects
 from tjq.api import QueueClient
 from tjq.errors import JobNotFound, JobNotStarted
 from tjq.progress import FINISHED, describe_state, expected_text
-from tjq.route import check_priority_tag, integer_priority
+from tjq.route import check_priority_tag, checkpointing, integer_priority
 
 # The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
 # queue's own; ``status`` is for code written against Batch).
@@ -77,13 +77,16 @@ class TrainingQueue:
         quota_share_name: str | None = None,
         tags: dict[str, str] | None = None,
         *,
+        checkpoint: str | int | None = None,
         name_suffix: str = "",
     ) -> QueuedJob:
         """Queue ``training_job`` (a ``ModelTrainer`` or an ``Estimator``) with ``inputs``.
 
         ``priority`` and the share (``quota_share_name``, or ``share_identifier``: the queue
         has one kind of share) replace the job's own ``priority`` / ``share`` tags; ``tags``
-        are added to the training job's tags. Checked before anything is uploaded.
+        are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or seconds) sets
+        its ``checkpoint`` tag, how it saves its progress. Checked before anything is
+        uploaded.
         """
         sdk_objects.check_mode(training_job)  # and its kind: TypeError for anything else
         if share_identifier is not None and quota_share_name is not None:
@@ -91,6 +94,8 @@ class TrainingQueue:
         chosen = {key: str(value) for key, value in (tags or {}).items()}
         if priority is not None:
             chosen[tag_names.PRIORITY] = str(integer_priority(priority, "priority="))
+        if checkpoint is not None:
+            chosen[tag_names.CHECKPOINT] = checkpointing(checkpoint, "checkpoint=")
         # The priority the job will have: the chosen tag, else its own.
         check_priority_tag([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
         share = quota_share_name if quota_share_name is not None else share_identifier

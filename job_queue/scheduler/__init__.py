@@ -1,7 +1,8 @@
 """Pure scheduling core: decisions over plain data, no I/O, no clock.
 
 * :mod:`~job_queue.scheduler.snapshot` — what a pass decides on, and the plan it returns;
-* :mod:`~job_queue.scheduler.order` — the queue's order, places in line, preemption order;
+* :mod:`~job_queue.scheduler.order` — the queue's order, places in line, preemption order
+  and the work a preemption throws away;
 * :mod:`~job_queue.scheduler.passes` — the pass interface (:class:`SchedulingPass`);
 * :mod:`~job_queue.scheduler.planner` — the single queue's pass;
 * :mod:`~job_queue.scheduler.shares`, :mod:`~job_queue.scheduler.share_planner` — quota
@@ -12,7 +13,7 @@
   who may use them, who must leave them.
 """
 
-from job_queue.scheduler.order import positions, preemption_order, queue_order
+from job_queue.scheduler.order import LostWork, lost_work, positions, preemption_order, queue_order
 from job_queue.scheduler.passes import SchedulingPass, make_planner, plan
 from job_queue.scheduler.planner import Planner
 from job_queue.scheduler.share_planner import SharePlanner
@@ -22,6 +23,7 @@ from job_queue.scheduler.victims import choose_victims
 
 __all__ = [
     "ActiveJob",
+    "LostWork",
     "Plan",
     "Planner",
     "Policy",
@@ -33,6 +35,7 @@ __all__ = [
     "Strategy",
     "WaitingJob",
     "choose_victims",
+    "lost_work",
     "make_planner",
     "plan",
     "positions",

@@ -224,6 +224,7 @@ class _Replay:
                 job.share,
                 job.helpers,
                 decided.plans.get(job.name),
+                job.checkpoint,
             )
             self.active[job.name] = (running, self.now + self.run_time(job))
 
@@ -257,5 +258,6 @@ class _Replay:
                     max_runtime=job.max_runtime,
                     share=job.share,
                     helpers=job.helpers,
+                    checkpoint=job.checkpoint,
                 )
                 bisect.insort(self.waiting, (queue_order(back), back), key=lambda pair: pair[0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from job_queue.scheduler.order import LostWork
 from job_queue.scheduler.planner import DEFAULT_POLICY, Planner
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.share_planner import SharePlanner
@@ -61,14 +62,17 @@ def make_planner(
     pools: Iterable[WarmPool] = (),
     outside: Iterable[OutsideJob] = (),
     plans: Sequence[TrainingPlan] = (),
+    lost_work: LostWork | None = None,
 ) -> SchedulingPass:
     """The single queue's :class:`Planner`, or with quota shares a :class:`SharePlanner`
     (whose capacity is the sum of the shares' limits); ``pools`` the idle warm pools,
     ``outside`` the jobs on capped types the queue did not start, ``plans`` the training
-    plans of the capacity (single queue only: the settings refuse them with shares)."""
+    plans of the capacity (single queue only: the settings refuse them with shares),
+    ``lost_work`` what stopping a running job would throw away (by default, estimated from
+    how the jobs declare they checkpoint)."""
     if shares:
-        return SharePlanner(active, shares, now, policy, pools, outside)
-    return Planner(active, capacity, now, policy, pools, outside, plans)
+        return SharePlanner(active, shares, now, policy, pools, outside, lost_work)
+    return Planner(active, capacity, now, policy, pools, outside, plans, lost_work)
 
 
 def plan(
@@ -81,9 +85,10 @@ def plan(
     pools: Iterable[WarmPool] = (),
     outside: Iterable[OutsideJob] = (),
     plans: Sequence[TrainingPlan] = (),
+    lost_work: LostWork | None = None,
 ) -> Plan:
     """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
-    planner = make_planner(active, capacity, now, policy, shares, pools, outside, plans)
+    planner = make_planner(active, capacity, now, policy, shares, pools, outside, plans, lost_work)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:

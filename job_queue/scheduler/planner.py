@@ -13,8 +13,9 @@ Rules, in queue order (priority high to low, then submission order):
 * Otherwise idle warm pools it does not match are released for it (the oldest first, only
   as many as it needs), if that lets it start now; otherwise it may claim instances that
   stopping jobs are about to free (and pools); if that is still not enough, it preempts
-  running jobs of strictly lower priority: lowest priority first, then the most recently
-  started; only as many as it needs, and only if they let it start. A job that has run for
+  running jobs of strictly lower priority: lowest priority first, then the one whose stop
+  throws away least work (how it checkpoints), then the most recently started; only as many
+  as it needs, and only if they let it start. A job that has run for
   less than the policy's minimum run time is not a candidate.
 * A job that can start neither now nor after those stops holds back every later job that
   needs one of its instance types, so that equal priorities stay first come, first served
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from job_queue.models import Demand, JobState
 from job_queue.scheduler import reservations
 from job_queue.scheduler.instances import free_and_releasing, release, shortfall, take
-from job_queue.scheduler.order import preemption_candidates
+from job_queue.scheduler.order import LostWork, least_lost_first, preemption_candidates
 from job_queue.scheduler.pools import IdlePools, pools_to_release
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import (
@@ -83,17 +84,21 @@ class Planner:
         pools: Iterable[WarmPool] = (),
         outside: Iterable[OutsideJob] = (),
         plans: Sequence[TrainingPlan] = (),
+        lost_work: LostWork | None = None,
     ) -> None:
+        """``lost_work`` estimates what stopping a running job throws away (by default from
+        what the jobs declare alone)."""
         self._plans = tuple(plans)
         self._capacity = reservations.with_plans(capacity, self._plans, now)
         self._now = now
         self._policy = policy
+        self._lost = lost_work or LostWork(now)
         active = [reservations.on_plan(job, self._plans) for job in active]
         self._pools = IdlePools(pools, now)
         self._free, self._releasing = free_and_releasing(
             self._capacity, active, self._pools.held, outside
         )
-        self._preemptions = reservations.ending(active, self._plans, now)
+        self._preemptions = reservations.ending(active, self._plans, now, self._lost)
         ending = {p.victim.name for p in self._preemptions}
         self._running = [
             job for job in active if job.state is JobState.RUNNING and job.name not in ending
@@ -243,7 +248,7 @@ class Planner:
             self._candidates().remove(victim)
             self._victims.add(victim.name)
             release(self._releasing, victim.demand)
-            self._preemptions.append(Preemption.by_priority(victim, job))
+            self._preemptions.append(Preemption.by_priority(victim, job, self._lost(victim)))
         # The job owns what is free and what is stopping, up to its demand, and starts
         # once the stops finish; later jobs get only what is left.
         take(self._free, self._releasing, job.demand)
@@ -329,7 +334,8 @@ class Planner:
         candidates: Iterable[WarmPool | ActiveJob] = self._pools.of_types(missing)
         if self._policy.preemption:
             lower = itertools.takewhile(lambda c: c.priority < job.priority, self._candidates())
-            candidates = itertools.chain(candidates, lower)
+            lost = self._lost if self._policy.least_lost_work else None
+            candidates = itertools.chain(candidates, least_lost_first(lower, lost))
         return choose_victims(candidates, MissingInstances(missing))
 
     def _candidates(self) -> list[ActiveJob]:

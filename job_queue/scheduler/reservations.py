@@ -22,7 +22,7 @@ simulator:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from job_queue.models import JobState
@@ -151,17 +151,21 @@ def options(
 
 
 def ending(
-    active: Iterable[ActiveJob], plans: Sequence[TrainingPlan], now: float
+    active: Iterable[ActiveJob],
+    plans: Sequence[TrainingPlan],
+    now: float,
+    lost: Callable[[ActiveJob], float] | None = None,
 ) -> list[Preemption]:
     """Running jobs to stop because their plan's instances stop counting (the reservation's
-    termination window opened, or the plan expired or failed)."""
+    termination window opened, or the plan expired or failed); ``lost`` estimates the work
+    each stop throws away."""
     stops = []
     for job in active:
         plan = _plan(job.plan, plans)
         if job.state is JobState.RUNNING and plan is not None and plan.capacity(now) == 0:
             why = f"{RESERVATION_ENDING}: training plan {plan.name} "
             why += "ended" if plan.status in ENDED else "is about to terminate its instances"
-            stops.append(Preemption(job, RESERVATION_ENDING, why))
+            stops.append(Preemption(job, RESERVATION_ENDING, why, lost(job) if lost else None))
     return stops
 
 

@@ -29,11 +29,12 @@ capacity and can never be reclaimed by the job it displaced.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from job_queue.models import Demand
 from job_queue.scheduler.instances import free_and_releasing, release, take
-from job_queue.scheduler.order import preemption_candidates
+from job_queue.scheduler.order import LostWork, least_lost_first, preemption_candidates
 from job_queue.scheduler.pools import IdlePools
 from job_queue.scheduler.shares import LedgerRoom, Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import (
@@ -68,8 +69,10 @@ class SharePlanner:
         policy: Policy,
         pools: Iterable[WarmPool] = (),
         outside: Iterable[OutsideJob] = (),
+        lost_work: LostWork | None = None,
     ) -> None:
         active = list(active)
+        self._lost = lost_work or LostWork(now)
         self._now = now
         self._policy = policy
         self._shares = {share.name: share for share in shares}
@@ -84,6 +87,7 @@ class SharePlanner:
         holders = [*(a for a in active if not a.state.is_stopping), *self._pools.held]
         self._ledger = ShareLedger(shares, holders)
         self._candidates = preemption_candidates(active, now, policy.min_run_s)
+        self._lost_first = self._lost if policy.least_lost_work else None
         self._held: set[tuple[str, str]] = set()  # (share, type): closed to own capacity
         self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow (rule 3)
         self._collected: dict[tuple[str, str], int] = {}
@@ -273,9 +277,10 @@ class SharePlanner:
         if eligible is _no_job:
             if not pools:
                 return None
-            candidates: list[Holder] = pools
+            candidates: Iterable[Holder] = pools
         else:
-            candidates = [*pools, *self._candidates]
+            running = least_lost_first(self._candidates, self._lost_first)
+            candidates = itertools.chain(pools, running)
 
         def fits(ledger: ShareLedger, freed: list[Holder]) -> bool:
             return self._fits(ledger, share, job.demand, freed, borrow, soon)
@@ -356,9 +361,14 @@ class SharePlanner:
             self._ledger.give_back(victim.share, victim.demand)
             release(self._releasing, victim.demand)
             self._preemptions.append(
-                Preemption(victim, job.name, f"reclaimed for {job.name} of share {share.name}")
+                Preemption(
+                    victim,
+                    job.name,
+                    f"reclaimed for {job.name} of share {share.name}",
+                    self._lost(victim),
+                )
                 if victim.share != share.name
-                else Preemption.by_priority(victim, job)
+                else Preemption.by_priority(victim, job, self._lost(victim))
             )
         starts_now = all(
             count <= self._free[t] - self._reserved(share, t) for t, count in job.demand.items()

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from job_queue.models import Demand, JobState
+from job_queue.models import Checkpointing, Demand, JobState
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Policy:
     backfill_window: int = 50
     min_run_s: float = 0.0
     warm_affinity_s: float = 0.0
+    least_lost_work: bool = True
 
     def bound(self, max_runtime: float | None) -> float:
         """How long an attempt holds its instances at the most: provisioning allowance plus
@@ -62,6 +63,8 @@ class WaitingJob:
     warm_key: str | None = None  # its warm-pool configuration (None: matches no pool)
     last_error: str | None = None  # why its last start was refused (shown while it backs off)
     helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
+    checkpoint: Checkpointing | None = None  # how it saves its progress (None: not declared)
+    checkpoint_uri: str | None = None  # where, when it saves at an interval (CheckpointConfig)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class ActiveJob:
     share: str | None = None  # its quota share, when the queue has shares
     helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
     plan: str | None = None  # the training plan (ARN) it runs on; None: on-demand
+    checkpoint: Checkpointing | None = None  # how it saves its progress (None: not declared)
+    checkpoint_uri: str | None = None  # where, when it saves at an interval (CheckpointConfig)
 
 
 @dataclass(frozen=True)
@@ -139,14 +144,17 @@ class Preemption:
     victim: ActiveJob
     preemptor: str
     reason: str
+    lost_work_s: float | None = None  # the progress its stop throws away (estimated)
 
     @classmethod
-    def by_priority(cls, victim: ActiveJob, preemptor: WaitingJob) -> Preemption:
+    def by_priority(
+        cls, victim: ActiveJob, preemptor: WaitingJob, lost_work_s: float | None = None
+    ) -> Preemption:
         """``victim`` stopped for a strictly higher-priority ``preemptor``."""
         reason = (
             f"preempted by {preemptor.name} (priority {preemptor.priority} > {victim.priority})"
         )
-        return cls(victim, preemptor.name, reason)
+        return cls(victim, preemptor.name, reason, lost_work_s)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ candidates a preemptor may stop, and when it has room enough:
   preemptor's own share, until the share's ledger and the instances both allow the start
   (``SharePlanner``'s rooms).
 
-The search walks the candidates in preemption order (lowest priority first, then the most
-recently started: :func:`~job_queue.scheduler.order.preemption_order`), stopping each one
+The search walks the candidates in preemption order (lowest priority first, then the one
+that would lose least work, then the most recently started:
+:func:`~job_queue.scheduler.order.preemption_candidates`), stopping each one
 that helps until there is room, then releases, last chosen first, every victim the room
 turns out not to need. None when even all of them would not be enough: nobody is preempted.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from job_queue.models import Action, Attempt, AuditEntry, Job, JobState, Outcome
+from job_queue.models import Action, Attempt, AuditEntry, Checkpointing, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -57,6 +57,24 @@ def _optional_float(value) -> float | None:
     return None if value is None else float(value)
 
 
+def _checkpoint(job: Job | WaitingJob | ActiveJob) -> dict:
+    """How the job checkpoints and, when it saves at an interval, where (so that victims can
+    be chosen by the work they would lose without reading a job's request)."""
+    declared = job.checkpoint
+    if declared is None:
+        return {}
+    where = None if declared.on_stop else job.checkpoint_uri
+    return {"checkpoint": str(declared), **({"checkpoint_uri": where} if where else {})}
+
+
+def _checkpoint_from(item: Mapping) -> dict:
+    declared = item.get("checkpoint")
+    return {
+        "checkpoint": None if declared is None else Checkpointing.parse(declared),
+        "checkpoint_uri": item.get("checkpoint_uri"),
+    }
+
+
 # -- waiting entries ----------------------------------------------------------------------------
 
 
@@ -71,6 +89,7 @@ def waiting_item(job: Job) -> dict:
         "state": job.state.value,
         **_max_runtime(job),
         **_warm_key(job),
+        **_checkpoint(job),
         **({"last_error": job.last_error} if job.not_before and job.last_error else {}),
     }
 
@@ -85,6 +104,7 @@ def waiting_from_item(item: Mapping) -> WaitingJob:
         max_runtime=_optional_float(item.get("max_runtime")),
         warm_key=item.get("warm_key"),
         last_error=item.get("last_error"),
+        **_checkpoint_from(item),
     )
 
 
@@ -102,6 +122,7 @@ def active_entry(
         "started_at": started_at,
         "attempt_name": attempt_name,
         **_max_runtime(job),
+        **_checkpoint(job),
         **({} if plan is None else {"plan": plan}),
     }
 
@@ -114,6 +135,7 @@ def active_from_entry(name: str, entry: Mapping) -> ActiveJob:
         started_at=float(entry["started_at"]),
         max_runtime=_optional_float(entry.get("max_runtime")),
         plan=entry.get("plan"),
+        **_checkpoint_from(entry),
     )
 
 
@@ -267,6 +289,7 @@ def audit_value(entry: AuditEntry) -> dict:
         "from_priority": entry.from_priority,
         "to_priority": entry.to_priority,
         "preempted_by": entry.preempted_by,
+        "lost_work_s": entry.lost_work_s,
     }
     return {k: v for k, v in value.items() if v is not None}
 
@@ -279,6 +302,7 @@ def _audit_from(value: Mapping) -> AuditEntry:
         from_priority=value.get("from_priority"),
         to_priority=value.get("to_priority"),
         preempted_by=value.get("preempted_by"),
+        lost_work_s=None if value.get("lost_work_s") is None else int(value["lost_work_s"]),
     )
 
 

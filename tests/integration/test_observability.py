@@ -38,6 +38,8 @@ def test_metrics_report_starts_preemptions_usage_and_wait(cloud, capsys):
     }
     assert {"JobsStarted", "Preemptions", "WaitSecondsAtStart", "QueueDepth"} <= names
     assert "InstancesInUse.ml.p5.48xlarge" in names
+    # low (1 instance) had run 90 s and saves no checkpoints: 90 instance-seconds thrown away.
+    assert [r["LostInstanceSeconds"] for r in metrics if "LostInstanceSeconds" in r] == [[90.0]]
     high_start = [r for r in metrics if r.get("WaitSecondsAtStart") == [60.0]]
     assert high_start, "high waited 60 s for low's stop"
     depth = [r["QueueDepth"] for r in metrics if "QueueDepth" in r]

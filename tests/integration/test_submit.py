@@ -114,6 +114,24 @@ BAD_REQUESTS = [
     ("priority tag a fraction", _tags([{"Key": "priority", "Value": "1.5"}]), 400, "priority"),
     ("Tags not a list", _tags({"priority": "1"}), 400, "Tags"),
     (
+        "checkpoint tag neither on-stop nor seconds",
+        _tags([{"Key": "checkpoint", "Value": "often"}]),
+        400,
+        "Tags.checkpoint must be 'on-stop' or a positive number of seconds, got 'often'",
+    ),
+    (
+        "checkpoint tag of zero seconds",
+        _tags([{"Key": "checkpoint", "Value": "0"}]),
+        400,
+        "Tags.checkpoint must be 'on-stop' or a positive number of seconds",
+    ),
+    (
+        "a checkpoint location that is not in S3",
+        _set(["CheckpointConfig"], {"S3Uri": "/tmp/checkpoints"}),
+        400,
+        "CheckpointConfig.S3Uri must be an s3:// URI",
+    ),
+    (
         "instance type without capacity",
         _set(["ResourceConfig", "InstanceType"], "ml.m5.xlarge"),
         400,

@@ -127,6 +127,7 @@ def test_dashboard_graphs_the_queues_metrics_and_shows_its_alarms(template):
         "QueueDepth",
         "WaitSecondsAtStart",
         "Preemptions",
+        "LostInstanceSeconds",
         "RefusedStarts",
         "WarmPoolInstances",
         "ShareInUse",

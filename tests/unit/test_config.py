@@ -96,6 +96,12 @@ def test_without_admins_nobody_is_one_and_the_ceiling_is_the_top_priority():
     assert settings.admin_principals == () and settings.max_priority == 9999
 
 
+def test_the_checkpoint_location_is_an_s3_uri_ending_in_a_slash_or_off():
+    assert Settings.from_environment(_env()).checkpoint_s3_uri == ""
+    given = _env(CHECKPOINT_S3_URI="s3://team-bucket/checkpoints")
+    assert Settings.from_environment(given).checkpoint_s3_uri == "s3://team-bucket/checkpoints/"
+
+
 def test_defaults_preempt_at_once_and_backfill():
     policy = Settings.from_environment(_env()).policy
     assert (policy.preemption, policy.backfill, policy.min_run_s) == (True, True, 0)
@@ -167,6 +173,12 @@ def test_defaults_preempt_at_once_and_backfill():
             {"CAPPED_INSTANCE_TYPES": "ml.g5.xlarge"},
             "CAPACITY: ml.p5.48xlarge not in CappedInstanceTypes",
         ),
+        (
+            {"CHECKPOINT_S3_URI": "team-bucket/checkpoints/"},
+            "CHECKPOINT_S3_URI: 'team-bucket/checkpoints/' is not an s3:// URI",
+        ),
+        ({"CHECKPOINT_S3_URI": "s3://Team_Bucket/"}, "CHECKPOINT_S3_URI"),
+        ({"CHECKPOINT_S3_URI": "https://bucket.s3.amazonaws.com/x/"}, "CHECKPOINT_S3_URI"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):

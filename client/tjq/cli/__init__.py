@@ -9,9 +9,10 @@
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
-    smq submit REQUEST.json [--priority N] [--share S]
+    smq submit REQUEST.json [--priority N] [--share S] [--checkpoint on-stop|SECONDS]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
+                  [--checkpoint-s3-uri URI] [--run-scripts]
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
                  [--json] [--plot F.png]
 
@@ -63,6 +64,19 @@ def _arn_pattern(text: str) -> str:
         return check_patterns([text], "--admin")[0]
     except PatternError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--admin: ")) from None
+
+
+# Where `smq local-api` keeps jobs' checkpoints: the SDK's default bucket there.
+LOCAL_CHECKPOINTS = "s3://sagemaker-local/checkpoints/"
+
+
+def _checkpoint_uri(text: str) -> str:
+    from job_queue.checkpoints import check_base_uri
+
+    try:
+        return check_base_uri(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _training_plan(text: str) -> str:
@@ -202,6 +216,12 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("request", help="a JSON file with the CreateTrainingJob request")
     submit.add_argument("--priority", type=int, help="set the job's priority tag")
     submit.add_argument("--share", help="set the job's share tag (its quota share)")
+    submit.add_argument(
+        "--checkpoint",
+        metavar="on-stop|SECONDS",
+        help="set the job's checkpoint tag: how it saves its progress (on SIGTERM, or every "
+        "SECONDS); the queue preempts the job that would lose least first",
+    )
     submit.set_defaults(run=queue.submit)
 
     local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
@@ -284,6 +304,21 @@ def _parser() -> argparse.ArgumentParser:
         "from START to END seconds after start-up (repeatable; a NAME given again adds a "
         "reservation to that plan). Jobs whose ResourceConfig.TrainingPlanArn names it run "
         "only inside a reservation with room",
+    )
+    local.add_argument(
+        "--checkpoint-s3-uri",
+        type=_checkpoint_uri,
+        default=LOCAL_CHECKPOINTS,
+        metavar="URI",
+        help="jobs without a CheckpointConfig save under URI + their name, the same for every "
+        f"attempt (the CheckpointS3Uri setting; default {LOCAL_CHECKPOINTS}; '' turns it off)",
+    )
+    local.add_argument(
+        "--run-scripts",
+        action="store_true",
+        help="run each job's training script on this machine with this Python (the code the "
+        "SDK uploaded), instead of emulating its run time: it ends when the script ends, a "
+        "stop sends it SIGTERM, its checkpoints are kept in emulated S3",
     )
     local.set_defaults(run=machine.local_api)
 

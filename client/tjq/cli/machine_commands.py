@@ -50,6 +50,8 @@ def local_api(args) -> int:
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,
         training_plans=plan_options,
+        checkpoint_s3_uri=args.checkpoint_s3_uri,
+        run_scripts=args.run_scripts,
         **({"allowed_role_arns": roles} if roles else {}),
         **({"admins": tuple(args.admin)} if args.admin else {}),
     )
@@ -61,10 +63,15 @@ def local_api(args) -> int:
     for name, value in local.environment().items():
         print(f"export {name}={value}")
     pool = ", ".join(_capacity_text(t, n) for t, n in capacity.items())
+    runs = (
+        "jobs run their scripts here"
+        if args.run_scripts
+        else f"jobs run {args.run_seconds:g}s (or their simulated-run-seconds tag)"
+    )
+    saved = args.checkpoint_s3_uri or "off"
     print(
-        f"\ncapacity: {pool}; jobs run {args.run_seconds:g}s (or their "
-        "simulated-run-seconds tag), a stop takes "
-        f"{args.stop_seconds:g}s; default keep-alive {args.keep_alive:g}s. Ctrl-C stops.",
+        f"\ncapacity: {pool}; {runs}, a stop takes {args.stop_seconds:g}s; default keep-alive "
+        f"{args.keep_alive:g}s; checkpoints {saved}. Ctrl-C stops.",
         flush=True,
     )
     for plan in local.cloud.sagemaker.plans.values():

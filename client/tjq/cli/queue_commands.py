@@ -227,6 +227,7 @@ def submit(args) -> int:
     request = read_request(args.request)
     # What the command line says wins over the file's tags.
     given = {tags.PRIORITY: args.priority, tags.SHARE: args.share}
+    given[tags.CHECKPOINT] = args.checkpoint
     chosen = {k: str(v) for k, v in given.items() if v is not None}
     if chosen:
         request["Tags"] = tags.with_tags(request.get("Tags"), chosen, replace=True)

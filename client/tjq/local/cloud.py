@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -14,7 +15,7 @@ import boto3
 from moto import mock_aws
 from moto.events.models import EventPattern
 
-from job_queue import tags
+from job_queue import checkpoints, tags
 from job_queue.config import Settings, split_capacity
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.models import MAX_PRIORITY
@@ -23,6 +24,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
+from tjq.local.emulated_container import Containers
 from tjq.local.emulated_events import log_queue_events
 from tjq.local.emulated_plans import plans_from_options
 from tjq.local.iam import create_training_roles
@@ -163,7 +165,11 @@ class LocalCloud:
         admins: Sequence[str] = (EVERY_LOCAL_USER,),
         max_priority: int = MAX_PRIORITY,
         training_plans: Sequence[str] = (),
+        checkpoint_s3_uri: str = "",
+        run_scripts: bool = False,
     ) -> None:
+        """``run_scripts`` runs each job's training script (real time only: `smq local-api`
+        passes the wall clock); ``checkpoint_s3_uri`` the CheckpointS3Uri setting."""
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
         self.clock = clock or SimClock()
@@ -186,7 +192,9 @@ class LocalCloud:
             uncapped=uncapped,
             training_plans=plans,
             max_priority=max_priority,
+            checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
         )
+        self._run_scripts = run_scripts
         # Only jobs over the queue's capacity would hit these limits: the queue must not.
         # Unless told otherwise, the account may keep its whole capacity in warm pools.
         self.sagemaker = LocalSageMaker(
@@ -238,6 +246,13 @@ class LocalCloud:
         self.logs = boto3.client("logs", region_name=REGION, endpoint_url=self._endpoint_url)
         log_queue_events(events, self.logs, self.settings.queue_name, REGION, ACCOUNT)
         self.sagemaker.logs = self.logs  # the emulated containers write a few lines each
+        self.s3 = boto3.client("s3", region_name=REGION, endpoint_url=self._endpoint_url)
+        if self.settings.checkpoint_s3_uri:
+            bucket, _ = checkpoints.split_uri(self.settings.checkpoint_s3_uri)
+            with contextlib.suppress(self.s3.exceptions.BucketAlreadyOwnedByYou):
+                self.s3.create_bucket(Bucket=bucket)
+        if self._run_scripts:
+            self.sagemaker.containers = Containers(self.s3)
         self.deps = Dependencies.from_clients(
             self.settings,
             self.dynamodb,
@@ -245,6 +260,7 @@ class LocalCloud:
             clock=self.clock,
             sleep=getattr(self.clock, "sleep", time.sleep),
             events=events,
+            s3=self.s3,
         )
         return self
 

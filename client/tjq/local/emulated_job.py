@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from tjq.local import emulated_pools as pools
+from tjq.local.emulated_container import Container
 
 
 class SageMakerFault(Exception):
@@ -41,6 +42,7 @@ class EmulatedJob:
     plan: str | None = None  # the training plan it runs on (ResourceConfig.TrainingPlanArn)
     pending: bool = False  # waiting for its plan's capacity: InProgress, holding nothing
     reservation_ends: float | None = None  # its plan's instances terminate from then on
+    container: Container | None = None  # its script, running (smq local-api --run-scripts)
 
     @property
     def pool_available(self) -> bool:

@@ -1,7 +1,8 @@
 """The emulated training container's logs: a few lines per SageMaker job in emulated
 CloudWatch Logs, as SageMaker writes them — group ``/aws/sagemaker/TrainingJobs``, one stream
 per host, ``<job name>/algo-<n>-<epoch seconds>`` — so that following a job's logs across
-its attempts is tested end to end. The emulator runs no code: the lines say what it did."""
+its attempts is tested end to end. Unless it runs the job's script (``--run-scripts``: then
+what the script prints), the lines say what the emulator did."""
 
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ def streams(job: EmulatedJob) -> list[str]:
 def lines_for(job: EmulatedJob, status: str) -> list[str]:
     """What the container writes as the job enters ``status``."""
     if status == "InProgress":
-        return [
-            f"Starting training job {job.name}",
-            "Invoking the training script (emulated: no code runs)",
-        ]
+        running = "" if job.container else " (emulated: no code runs)"
+        return [f"Starting training job {job.name}", f"Invoking the training script{running}"]
     if status == "Stopping":
         return ["Received SIGTERM: the training job is being stopped"]
     if status == "Completed":
@@ -36,9 +35,13 @@ def lines_for(job: EmulatedJob, status: str) -> list[str]:
 
 
 def write(logs, job: EmulatedJob, status: str) -> None:
-    """Append the lines of ``status`` to each of the job's streams (wall-clock timestamps:
-    CloudWatch Logs refuses events far in the past, and the emulator's clock may be)."""
-    lines = lines_for(job, status)
+    """Append the lines of ``status`` to each of the job's streams."""
+    append(logs, job, lines_for(job, status))
+
+
+def append(logs, job: EmulatedJob, lines: list[str]) -> None:
+    """Append ``lines`` to each of the job's streams (wall-clock timestamps: CloudWatch Logs
+    refuses events far in the past, and the emulator's clock may be)."""
     if logs is None or not lines:
         return
     with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):

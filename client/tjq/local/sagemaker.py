@@ -9,6 +9,9 @@ and behaves like the service on a simulated clock:
   (``default_run_seconds``, or the job's ``simulated-run-seconds`` tag);
 * StopTrainingJob → Stopping, then Stopped after ``stop_seconds``; instances stay held
   while Stopping;
+* with ``containers`` (:mod:`tjq.local.emulated_container`, real time only), a job whose
+  code the SDK uploaded runs its script instead: it ends when the script does, a stop sends
+  the script SIGTERM, and its checkpoints go to and come from its CheckpointConfig;
 * names are unique forever (ResourceInUse), unknown names are a ValidationException;
 * an account quota per instance type (ResourceLimitExceeded beyond it), and faults to
   inject: refused or throttled creates, and jobs that fail for lack of capacity;
@@ -42,6 +45,7 @@ from botocore.parsers import create_parser
 
 from tjq.local import emulated_logs, emulated_plans
 from tjq.local import emulated_pools as pools
+from tjq.local.emulated_container import STOP_WINDOW_S, Containers
 from tjq.local.emulated_faults import FaultInjection
 from tjq.local.emulated_job import (
     EmulatedJob,
@@ -98,6 +102,8 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         # Called with each new job; may change its ends_at / end_reason (the simulator does).
         self.on_create: Callable[[EmulatedJob], None] | None = None
         self.logs = None  # a CloudWatch Logs client: the containers' log lines go there
+        # Runs the jobs' scripts (smq local-api --run-scripts); None: jobs run on the clock.
+        self.containers: Containers | None = None
         self._lock = threading.RLock()
         self._operations = {
             "CreateTrainingJob": self.create_training_job,
@@ -207,6 +213,8 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         self.jobs[name] = job
         job.pending = bool(plan) and reservation is None
         job.reservation_ends = reservation.end if reservation else None
+        if self.containers and not job.pending and job.end_reason[0] == "Completed":
+            job.container = self.containers.start(name, request)
         self._transition(job, "InProgress", "Pending" if job.pending else "Starting")
         for itype in demand:
             self.peak_in_use[itype] = max(self.peak_in_use.get(itype, 0), self._in_use(itype))
@@ -278,6 +286,8 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
             )
         job.stopped_at = self.clock()
         self._transition(job, "Stopping", "Stopping")
+        if job.container:
+            job.container.terminate()
         return {}
 
     def list_tags(self, request: dict) -> dict:
@@ -302,11 +312,14 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         """Apply every status change due by ``when`` (the clock already reads ``when``)."""
         with self._lock:
             self._expire_pools(when)
+            self._tend_containers(when)
             for job in self.jobs.values():
                 due = self._change_at(job)
                 if due is None or due > when:
                     continue
                 job.ended_at = due
+                if job.container:
+                    self._end_container(job)
                 if reason := self._plan_end_reason(job, due):
                     job.end_reason = ("Failed", reason)
                 if job.status == "Stopping":
@@ -344,6 +357,12 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         return job
 
     def _change_at(self, job: EmulatedJob) -> float | None:
+        if job.container and job.status in _HOLDING:
+            if job.container.ended_at is not None:
+                return job.container.ended_at  # its script ended
+            if job.status == "Stopping":
+                return job.stopped_at + STOP_WINDOW_S  # then it is killed
+            return None  # it runs until its script ends
         if job.status == "InProgress" and job.pending:
             return job.created_at + emulated_plans.MAX_PENDING_S
         if job.status == "InProgress" and job.reservation_ends is not None:
@@ -353,6 +372,26 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         if job.status == "Stopping":
             return job.stopped_at + self.stop_seconds
         return None
+
+    def _tend_containers(self, now: float) -> None:
+        """Send what running scripts printed to their logs and their checkpoints to S3;
+        note those that ended."""
+        for job in self.jobs.values():
+            if job.container and job.status in _HOLDING:
+                if job.container.ended_at is None and job.container.exit_code is not None:
+                    job.container.ended_at = now
+                emulated_logs.append(self.logs, job, job.container.new_output())
+                self.containers.sync(job.container)
+
+    def _end_container(self, job: EmulatedJob) -> None:
+        """A script's end (or the stop window's) ends its job."""
+        container, job.container = job.container, None
+        emulated_logs.append(self.logs, job, self.containers.finish(container))
+        if container.exit_code != 0:
+            message = (
+                f"AlgorithmError: the training script exited with status {container.exit_code}"
+            )
+            job.end_reason = ("Failed", message)
 
     def _in_use(self, itype: str) -> int:
         """On-demand instances held: plan jobs use reserved capacity, pending ones none."""

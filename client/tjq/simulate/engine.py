@@ -8,7 +8,9 @@ It models what the queue and SageMaker do, in the order the real system does it:
 * a started attempt holds its instances at once and makes progress after
   ``start_latency``; a preempted one stops working at once and holds its instances for
   ``stop_latency``;
-* a preempted job keeps its place in line and resumes from its last checkpoint (or zero);
+* a preempted job keeps its place in line and resumes from its last checkpoint (or zero; all
+  its progress when it saves on stop); the queue chooses victims by the work they would
+  lose, knowing when each job last saved (as the Lambda reads it from S3);
 * with a minimum run time, a pass also runs when a started job's protection ends (the
   Lambda's one-minute sweep does that, up to a minute later);
 * a training plan's reserved instances count while a reservation is open (a pass runs as
@@ -33,7 +35,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 
 from job_queue.models import JobState, Outcome
-from job_queue.scheduler import ActiveJob, Plan, Policy, WaitingJob, plan, queue_order, reservations
+from job_queue.scheduler import (
+    ActiveJob,
+    LostWork,
+    Plan,
+    Policy,
+    WaitingJob,
+    plan,
+    queue_order,
+    reservations,
+)
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -62,9 +73,15 @@ Decide = Callable[
 ]
 
 
-def queue_decision(active, waiting, capacity, now, policy, pools=(), shares=(), plans=()) -> Plan:
-    """The queue's own pass: the Lambda's planner, reading the queue only as far as needed."""
-    return plan(waiting, active, capacity, now, policy, shares, pools, plans=plans)
+def queue_decision(
+    active, waiting, capacity, now, policy, pools=(), shares=(), plans=(), saved_at=None
+) -> Plan:
+    """The queue's own pass: the Lambda's planner, reading the queue only as far as needed
+    (``saved_at``: when a running job last saved, as the Lambda reads it)."""
+    lost_work = LostWork(now, saved_at)
+    return plan(
+        waiting, active, capacity, now, policy, shares, pools, plans=plans, lost_work=lost_work
+    )
 
 
 def simulate(
@@ -78,14 +95,15 @@ def simulate(
     ``decide`` is the scheduling pass; the default is the queue's own (with the settings'
     quota shares), the baselines of the benchmark pass theirs.
     """
-    decide = decide or partial(queue_decision, shares=settings.shares, plans=settings.plans)
     return _Replay(jobs, settings, progress, decide).run()
 
 
 class _Replay:
-    def __init__(self, jobs, settings: SimSettings, progress, decide: Decide) -> None:
+    def __init__(self, jobs, settings: SimSettings, progress, decide: Decide | None) -> None:
         self.settings = settings
-        self.decide = decide
+        self.decide = decide or partial(
+            queue_decision, shares=settings.shares, plans=settings.plans, saved_at=self._saved_at
+        )
         self.capacity = dict(settings.capacity)
         self.results = [JobResult(spec) for spec in jobs]
         self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
@@ -210,6 +228,7 @@ class _Replay:
     # -- a scheduling pass ------------------------------------------------------------------
 
     def _schedule(self, now: float) -> None:
+        self._now = now  # for _saved_at
         self._expire_pools(now)
         decided = self.decide(
             list(self.active_view.values()),
@@ -279,10 +298,7 @@ class _Replay:
         self.decisions.append(Decision(now, "preempt", spec.name))
         worked = min(attempt.work_done, max(0.0, now - attempt.start - attempt.latency))
         total = self.done_work[index] + worked
-        # Work since the last checkpoint is lost (all of it without checkpoints).
-        kept = (
-            math.floor(total / spec.checkpoint_s) * spec.checkpoint_s if spec.checkpoint_s else 0.0
-        )
+        kept = spec.kept_work(total)  # work since the last checkpoint is lost
         attempt.work_done = worked
         attempt.work_lost = total - kept
         self.done_work[index] = kept
@@ -302,6 +318,16 @@ class _Replay:
             max_runtime=spec.max_runtime_s,
             share=spec.share if self.settings.shares else None,
             plan=self.on_plan.get(index),
+            checkpoint=spec.checkpoint,
+        )
+
+    def _saved_at(self, job: ActiveJob) -> float | None:
+        """When a running job last saved (what its newest checkpoint object would say)."""
+        index = self.index_of[job.name]
+        _, attempt = self.active[index]
+        working_since = attempt.start + attempt.latency
+        return self.results[index].spec.last_saved_at(
+            self.done_work[index], working_since, self._now
         )
 
     # -- warm pools -------------------------------------------------------------------------

@@ -7,8 +7,8 @@ tests show that the fast engine decides exactly as the deployed queue would.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from job_queue import tags
 from tjq.local.cloud import LocalCloud, training_request
@@ -35,24 +35,40 @@ def decisions_through_handler(
         def latency(attempt) -> float:
             return settings.warm_start_latency if attempt.warm_from else settings.start_latency
 
+        def kept(spec: WorkloadJob) -> float:
+            # The progress the checkpoints of the job's stopped attempts kept.
+            done = 0.0
+            for earlier in emulator.jobs.values():
+                if earlier.tags.get(tags.JOB) == spec.name and earlier.stopped_at is not None:
+                    worked = max(0.0, earlier.stopped_at - earlier.created_at - latency(earlier))
+                    done = spec.kept_work(done + worked)
+            return done
+
+        def saved_at(job) -> float | None:
+            # What the newest object under the job's checkpoint location would say.
+            spec = specs[job.name]
+            running = [
+                a
+                for a in emulator.jobs.values()
+                if a.tags.get(tags.JOB) == job.name and a.status == "InProgress"
+            ]
+            if not running:
+                return None
+            since = running[-1].created_at + latency(running[-1])
+            return spec.last_saved_at(kept(spec), since, cloud.clock())
+
         def plan_attempt(attempt) -> None:
             # How long this SageMaker job runs: what is left of the job's work (after the
             # checkpoints of its stopped attempts), capped by its max runtime.
             spec = specs[attempt.tags[tags.JOB]]
-            kept = 0.0
-            for earlier in emulator.jobs.values():
-                if earlier.tags.get(tags.JOB) == spec.name and earlier.stopped_at is not None:
-                    worked = max(0.0, earlier.stopped_at - earlier.created_at - latency(earlier))
-                    total = kept + worked
-                    ckpt = spec.checkpoint_s
-                    kept = math.floor(total / ckpt) * ckpt if ckpt else 0.0
-            remaining = spec.duration_s - kept
+            remaining = spec.duration_s - kept(spec)
             work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
             attempt.ends_at = attempt.created_at + latency(attempt) + work
             if work < remaining:
                 attempt.end_reason = ("Failed", "MaxRuntimeExceeded: training job ran too long")
 
         emulator.on_create = plan_attempt
+        cloud.deps = replace(cloud.deps, checkpoint_times=saved_at)
         for job in sorted(jobs, key=lambda j: j.submit_s):  # stable: file order breaks ties
             cloud.advance(start + job.submit_s - cloud.clock())
             request = training_request(
@@ -62,6 +78,8 @@ def decisions_through_handler(
                 instance_count=job.instance_count,
                 share=job.share if settings.shares else None,
             )
+            if job.checkpoint is not None:
+                request["Tags"].append({"Key": tags.CHECKPOINT, "Value": str(job.checkpoint)})
             limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}
             request["StoppingCondition"] = limit
             # The workload's warm-pool configuration, as a field SageMaker matches pools on.

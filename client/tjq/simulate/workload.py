@@ -7,7 +7,9 @@ Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key``.
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
   long fails;
 * ``checkpoint_s`` — checkpoint interval; empty or 0: a preempted job restarts from zero,
-  otherwise it resumes from its last checkpoint;
+  otherwise it resumes from its last checkpoint; ``stop``: it saves when stopped (SIGTERM),
+  so a preempted attempt keeps all its progress. The job declares it (its ``checkpoint``
+  tag), so the queue's victim rule sees it;
 * ``share`` — the job's quota share, when the replay has shares (ignored otherwise);
 * ``keep_alive_s`` — its warm-pool keep-alive (empty: the replay's default; 0: none);
 * ``warm_key`` — its warm-pool configuration: jobs with the same key (and instance type and
@@ -32,6 +34,7 @@ from job_queue import tags
 from job_queue.admission import admit
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
+from job_queue.models import Checkpointing
 from job_queue.request import validate_submission
 from job_queue.scheduler import Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
@@ -68,6 +71,32 @@ class WorkloadJob:
     checkpoint_s: float | None = None
     keep_alive_s: float | None = None
     warm_key: str | None = None
+    saves_on_stop: bool = False  # checkpoint_s "stop"
+
+    @property
+    def checkpoint(self) -> Checkpointing | None:
+        """How it checkpoints, as its ``checkpoint`` tag would declare it."""
+        if self.saves_on_stop:
+            return Checkpointing()
+        return Checkpointing(max(1, round(self.checkpoint_s))) if self.checkpoint_s else None
+
+    def kept_work(self, total: float) -> float:
+        """Of ``total`` seconds of progress, what a stop keeps: all of it when it saves on
+        stop, up to its last checkpoint when it saves at an interval, nothing otherwise."""
+        if self.saves_on_stop:
+            return total
+        if self.checkpoint_s:
+            return math.floor(total / self.checkpoint_s) * self.checkpoint_s
+        return 0.0
+
+    def last_saved_at(self, kept: float, working_since: float, now: float) -> float | None:
+        """When an attempt that resumed with ``kept`` seconds of progress and has worked
+        since ``working_since`` last saved at its interval (None: not yet, or not at an
+        interval): what the newest object under its checkpoint location would say."""
+        if not self.checkpoint_s or self.saves_on_stop:
+            return None
+        saved = self.kept_work(kept + max(0.0, now - working_since))
+        return working_since + (saved - kept) if saved > kept else None
 
     @property
     def demand(self) -> dict[str, int]:
@@ -184,7 +213,8 @@ def _job(row: dict, line: int) -> WorkloadJob:
     count = whole("instance_count")
     duration = number("duration_s")
     max_runtime = number("max_runtime_s", optional=True)
-    checkpoint = number("checkpoint_s", optional=True)
+    on_stop = text("checkpoint_s").lower() == "stop"
+    checkpoint = None if on_stop else number("checkpoint_s", optional=True)
     keep_alive = number("keep_alive_s", optional=True)
     return WorkloadJob(
         name=name,
@@ -198,6 +228,7 @@ def _job(row: dict, line: int) -> WorkloadJob:
         checkpoint_s=checkpoint or None,
         keep_alive_s=keep_alive,
         warm_key=text("warm_key") or None,
+        saves_on_stop=on_stop,
     )
 
 
@@ -218,6 +249,8 @@ def request_for(job: WorkloadJob) -> dict:
     request_tags = [{"Key": tags.PRIORITY, "Value": str(job.priority)}]
     if job.share is not None:
         request_tags.append({"Key": tags.SHARE, "Value": job.share})
+    if job.checkpoint is not None:
+        request_tags.append({"Key": tags.CHECKPOINT, "Value": str(job.checkpoint)})
     stopping = {}
     if job.max_runtime_s is not None:
         stopping["MaxRuntimeInSeconds"] = _whole(job.max_runtime_s)
