@@ -8,7 +8,15 @@ import pytest
 from tjq.session import sdk_major
 
 # The same local API (one per test package), its environment, and unique job names.
-from tests.client.conftest import local_api, local_env, unique, wait_until  # noqa: F401
+from tests.client.conftest import (  # noqa: F401
+    G5,
+    local_api,
+    local_env,
+    quiet_local_api,
+    unique,
+    wait_until,
+)
+from tests.sdk.scripts import CHECKPOINTS
 
 SDK = sdk_major()
 # Each SDK's own tests need that SDK installed; `make test` runs both virtualenvs.
@@ -55,3 +63,21 @@ def queue_emptied_after_each_test(request):
         cloud.api("DELETE", f"/jobs/{job['name']}")  # a 409 if it ended meanwhile: fine
     left = [f"{job['name']} ({job['state']})" for job in jobs()]
     wait_until(lambda: not jobs(), f"the jobs a test left to be cancelled: {', '.join(left)}")
+
+
+@pytest.fixture(scope="package")
+def scripts_api():
+    """A local API of its own that runs the jobs' scripts."""
+    with quiet_local_api(
+        capacity={G5: 1}, stop_seconds=0.5, run_scripts=True, checkpoint_s3_uri=CHECKPOINTS
+    ) as local:
+        yield local
+
+
+@pytest.fixture
+def scripts_env(scripts_api, monkeypatch):
+    """Its environment, as `smq local-api` prints it."""
+    for name, value in scripts_api.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+    return scripts_api

@@ -49,6 +49,7 @@ class Container:
     output: Path
     read: int = 0  # bytes of the output already sent to the logs
     ended_at: float | None = None  # when the emulator saw the script end
+    last_line: str | None = None  # the last line it printed
     uploaded: dict[str, float] = field(default_factory=dict)  # file -> mtime uploaded
 
     @property
@@ -74,7 +75,9 @@ class Container:
             data = out.read()
         complete = data[: data.rfind(b"\n") + 1] if self.process.poll() is None else data
         self.read += len(complete)
-        return [line for line in complete.decode(errors="replace").splitlines() if line]
+        lines = [line for line in complete.decode(errors="replace").splitlines() if line]
+        self.last_line = lines[-1] if lines else self.last_line
+        return lines
 
 
 class Containers:

@@ -387,11 +387,12 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         """A script's end (or the stop window's) ends its job."""
         container, job.container = job.container, None
         emulated_logs.append(self.logs, job, self.containers.finish(container))
-        if container.exit_code != 0:
+        if container.exit_code != 0 and job.status == "InProgress":  # a stopped job is Stopped
             message = (
                 f"AlgorithmError: the training script exited with status {container.exit_code}"
             )
-            job.end_reason = ("Failed", message)
+            last = container.last_line
+            job.end_reason = ("Failed", f"{message}: {last}" if last else message)
 
     def _in_use(self, itype: str) -> int:
         """On-demand instances held: plan jobs use reserved capacity, pending ones none."""
