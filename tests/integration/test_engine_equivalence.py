@@ -30,14 +30,28 @@ capped-h,220,900,4,ml.g5.xlarge,1,,250
 late-i,700,100,5,ml.g5.xlarge,3,,
 """
 
+CHECKPOINTS = """name,submit_s,duration_s,priority,instance_type,instance_count,checkpoint_s
+none-a,0,2000,1,ml.p5.48xlarge,1,
+stop-b,10,2000,1,ml.p5.48xlarge,1,stop
+hourly-c,20,5000,1,ml.p5.48xlarge,1,600
+urgent-d,700,300,5,ml.p5.48xlarge,1,
+urgent-e,1300,300,5,ml.p5.48xlarge,2,
+none-f,1400,500,1,ml.p5.48xlarge,1,
+"""
+
 
 @pytest.mark.parametrize(
     ("workload", "capacity", "stop", "start"),
     [
         (BLOG, {"ml.p5.48xlarge": 2}, 60.0, 0.0),
         (MIXED, {"ml.p5.48xlarge": 3, "ml.g5.xlarge": 3}, 45.0, 15.0),
+        (CHECKPOINTS, {"ml.p5.48xlarge": 3}, 30.0, 20.0),
     ],
-    ids=["the blog's scenario", "preemptions, two types, multi-instance jobs"],
+    ids=[
+        "the blog's scenario",
+        "preemptions, two types, multi-instance jobs",
+        "victims by the work they would lose: on stop, at an interval, none",
+    ],
 )
 def test_both_engines_make_identical_decisions(workload, capacity, stop, start):
     jobs = parse_workload(io.StringIO(workload), capacity)

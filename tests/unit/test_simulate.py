@@ -62,6 +62,52 @@ def test_a_checkpointed_job_resumes_from_its_last_checkpoint():
     assert jobs["low"]["lost_instance_s"] == 50 + 10
 
 
+def test_a_job_that_saves_on_stop_keeps_all_its_progress():
+    rows = "low,0,1000,0,ml.p5.48xlarge,1,stop\nhigh,250,100,1,ml.p5.48xlarge,1,"
+    jobs = by_name(run(rows, {P5: 1}, header=HEADER + ",checkpoint_s", stop_latency=10))
+    # 250 s done when stopped, all of it saved: 750 s remain after the restart at 360.
+    assert jobs["low"]["end_s"] == 360 + 750
+    assert jobs["low"]["lost_instance_s"] == 10  # only the stop itself
+
+
+CHECKPOINT_MIX = """none,0,5000,0,ml.p5.48xlarge,1,
+on-stop,0,5000,0,ml.p5.48xlarge,1,stop
+hourly,0,5000,0,ml.p5.48xlarge,1,3600
+urgent,{at},100,5,ml.p5.48xlarge,1,"""
+
+
+@pytest.mark.parametrize(
+    ("at", "policy", "victim"),
+    [
+        (1000, Policy(), "on-stop"),
+        (4000, Policy(), "on-stop"),
+        (1000, Policy(least_lost_work=False), "hourly"),  # the last submitted of equals
+    ],
+    ids=[
+        "the job that saves on stop goes first",
+        "still first after the hourly job saved",
+        "without the rule, the most recently started",
+    ],
+)
+def test_the_simulated_queue_preempts_the_job_that_loses_least(at, policy, victim):
+    rows = CHECKPOINT_MIX.format(at=at)
+    answer = run(rows, {P5: 3}, header=HEADER + ",checkpoint_s", stop_latency=10, policy=policy)
+    preempted = {name for name, job in by_name(answer).items() if job["preemptions"]}
+    assert preempted == {victim}
+
+
+def test_between_an_interval_job_and_one_that_saves_nothing_the_fresher_save_goes_first():
+    rows = """hourly,0,5000,0,ml.p5.48xlarge,1,3600
+none,100,5000,0,ml.p5.48xlarge,1,
+urgent,3700,100,5,ml.p5.48xlarge,1,"""
+    # At 3700 s, "hourly" saved 100 s ago (at 3600: one hour of work), "none" would lose
+    # 3600 s: "hourly" goes, though "none" started later.
+    answer = run(rows, {P5: 2}, header=HEADER + ",checkpoint_s", stop_latency=10)
+    jobs = by_name(answer)
+    assert (jobs["hourly"]["preemptions"], jobs["none"]["preemptions"]) == (1, 0)
+    assert jobs["hourly"]["lost_instance_s"] == 100 + 10
+
+
 def test_without_checkpoints_a_preempted_job_starts_over():
     rows = "low,0,1000,0,ml.p5.48xlarge,1\nhigh,250,100,1,ml.p5.48xlarge,1"
     jobs = by_name(run(rows, {P5: 1}, stop_latency=10))
