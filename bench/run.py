@@ -2,9 +2,10 @@
 
     python bench/run.py            # everything (a few minutes on 2 cores)
     python bench/run.py --quick    # smaller depths and no full-trace replay
+    python bench/run.py --only checkpoints   # one section
 
-Writes bench/results/{quality,shares,warm_pools,cost,outlook,speed}.{md,json} and prints the
-tables.
+Writes bench/results/{quality,shares,warm_pools,checkpoints,cost,outlook,speed}.{md,json} and
+prints the tables.
 """
 
 import argparse
@@ -21,6 +22,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
+from checkpoints import checkpoints, checkpoints_table
 from cost import cost, cost_table
 from outlook import outlook, outlook_table
 from quality import quality, quality_table, shares_comparison, shares_table
@@ -33,6 +35,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", metavar="SECTION", help="run one section (e.g. checkpoints)")
     args = parser.parse_args()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's request log
     RESULTS.mkdir(exist_ok=True)
@@ -40,6 +43,7 @@ def main() -> None:
         ("quality", "Schedule quality", quality, quality_table),
         ("shares", "Quota shares", shares_comparison, shares_table),
         ("warm_pools", "Warm pools", warm_pools, warm_pools_table),
+        ("checkpoints", "Preemption without lost work", checkpoints, checkpoints_table),
         (
             "cost",
             "Cost per scheduling pass",
@@ -54,6 +58,10 @@ def main() -> None:
         ),
         ("speed", "Speed", lambda: speed(full_trace=not args.quick), speed_table),
     ]
+    if args.only:
+        sections = [s for s in sections if s[0] == args.only]
+        if not sections:
+            parser.error(f"--only: no section {args.only!r}")
     for key, title, measure, render in sections:
         started = time.perf_counter()
         result = measure()
