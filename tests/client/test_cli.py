@@ -11,6 +11,7 @@ import pytest
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
+from tests.client.conftest import wait_until
 from tests.client.stub_api import ScriptedApi
 
 
@@ -85,6 +86,37 @@ def test_submit_a_request_file_with_a_priority(capsys, local_env, unique, tmp_pa
     code, out, _ = smq(capsys, "show", name, "--json")
     assert json.loads(out)["priority"] == 7
     main(["cancel", name])
+
+
+def test_submit_says_how_the_job_checkpoints(capsys, local_env, unique, tmp_path):
+    name = unique()
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g4dn.xlarge")))
+    code, _, _ = smq(capsys, "submit", str(path), "--checkpoint", "1800")
+    assert code == 0
+    code, out, _ = smq(capsys, "show", name, "--json")
+    assert json.loads(out)["checkpoint"] == "1800"
+    main(["cancel", name])
+    wait_until(
+        lambda: local_env.cloud.api("GET", f"/jobs/{name}")[1]["job"]["state"] == "cancelled",
+        "the cancel",
+    )
+    code, _, err = smq(capsys, "submit", str(path), "--checkpoint", "sometimes")
+    assert code == 1
+    assert "Tags.checkpoint must be 'on-stop' or a positive number of seconds" in err
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("bucket/checkpoints/", "'bucket/checkpoints/' is not an s3:// URI"),
+        ("https://bucket.s3.amazonaws.com/", "is not an s3:// URI"),
+    ],
+)
+def test_local_api_refuses_a_checkpoint_location_outside_s3(capsys, value, message):
+    with pytest.raises(SystemExit) as exited:
+        main(["local-api", "--checkpoint-s3-uri", value])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", [["show"], ["cancel"], ["priority", "--", "3"]])

@@ -166,6 +166,10 @@ def test_bad_input_is_refused_before_anything_is_uploaded_or_queued(queue, sourc
         queue.submit(training_job(source), job_name=name, priority="urgent")
     with pytest.raises(InvalidJob, match="the priority tag must be an integer"):
         queue.submit(training_job(source, priority="high"), job_name=name)
+    with pytest.raises(InvalidJob, match="checkpoint= must be 'on-stop' or a positive number"):
+        queue.submit(training_job(source), job_name=name, checkpoint="hourly")
+    with pytest.raises(InvalidJob, match="checkpoint= must be 'on-stop' or a positive number"):
+        QueueTrainingJobSession(checkpoint=0)
     with pytest.raises(ValueError, match="share_identifier or quota_share_name, not both"):
         queue.submit(
             training_job(source), job_name=name, share_identifier="a", quota_share_name="b"
