@@ -75,7 +75,7 @@ def _queue_pass(depth: int, with_shares: bool = False) -> dict:
 
 
 def _copy(usage):
-    from tjq.local.cloud import DynamoDBUsage
+    from tjq.local.dynamodb_usage import DynamoDBUsage
 
     return DynamoDBUsage(dict(usage.calls), usage.items_read, usage.items_written)
 

@@ -58,7 +58,8 @@ def _job_detail(depth: int) -> dict:
     """What the real handler reads at this depth: for a submission at the back of the queue,
     for GET /jobs/{name} of the first job in line, and for GET /jobs's first page (and how
     big that answer is)."""
-    from tjq.local.cloud import DynamoDBUsage, LocalCloud, training_request
+    from tjq.local.cloud import LocalCloud, training_request
+    from tjq.local.dynamodb_usage import DynamoDBUsage
 
     with LocalCloud(capacity={P5: 2}) as cloud:
         for name in ("running-1", "running-2"):

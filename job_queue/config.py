@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
+from job_queue.errors import InvalidRequest
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
-from job_queue.share_config import SharesError, check_ceilings, loads_shares
+from job_queue.share_config import SharesError, check_ceilings, loads_shares, parse_shares
 
 
 class ConfigError(ValueError):
@@ -54,6 +55,22 @@ class Settings:
     training_plans: tuple[TrainingPlan, ...] = ()  # reserved capacity, as configured
     # Jobs without a CheckpointConfig save under this + their name ("": they get none).
     checkpoint_s3_uri: str = ""
+
+    def replacement_shares(self, value: object) -> tuple[Share, ...]:
+        """The shares of a PUT /shares body, checked against these settings (ceilings, capped
+        types, the default share); InvalidRequest names the problem."""
+        try:
+            shares = parse_shares(value)
+            check_ceilings(shares, self.max_priority)
+            self.check_capped(total_capacity(shares), "shares")
+        except (SharesError, ConfigError) as exc:
+            raise InvalidRequest(str(exc)) from exc
+        if self.default_share is not None and self.default_share not in {s.name for s in shares}:
+            raise InvalidRequest(
+                f"the default share {self.default_share} (DefaultShare) must remain among the "
+                "shares"
+            )
+        return shares
 
     def check_capped(self, capacity: Mapping[str, int], where: str) -> None:
         """Every type of ``capacity`` is one the deployment caps (CappedInstanceTypes):

@@ -17,8 +17,8 @@ from job_queue import access, checkpoints, lifecycle, outside, plans, tags, warm
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
-from job_queue.config import ConfigError, Layout, Settings
-from job_queue.errors import InvalidRequest, JobConflict, JobNotFound, SageMakerError, StaleState
+from job_queue.config import Layout, Settings
+from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
@@ -31,12 +31,11 @@ from job_queue.scheduler import (
     Plan,
     ShareLedger,
     make_planner,
-    total_capacity,
 )
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
-from job_queue.share_config import SharesError, check_ceilings, dumps_shares, parse_shares
+from job_queue.share_config import dumps_shares
 from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
@@ -169,17 +168,7 @@ class QueueService:
         """Replace the quota shares without a deployment (admins only), then schedule: a
         lowered limit makes jobs over it reclaimable, a raised one lets waiting jobs start."""
         access.check_admin(caller, "replace the shares")
-        try:
-            shares = parse_shares(value)
-            check_ceilings(shares, self.settings.max_priority)
-            self.settings.check_capped(total_capacity(shares), "shares")
-        except (SharesError, ConfigError) as exc:
-            raise InvalidRequest(str(exc)) from exc
-        default = self.settings.default_share
-        if default is not None and default not in {s.name for s in shares}:
-            raise InvalidRequest(
-                f"the default share {default} (DefaultShare) must remain among the shares"
-            )
+        shares = self.settings.replacement_shares(value)
         for _ in range(_RETRIES):
             held = self.store.holders()
             try:

@@ -2,7 +2,8 @@
 
 import copy
 
-from tjq.local.cloud import DynamoDBUsage, training_request
+from tjq.local.cloud import training_request
+from tjq.local.dynamodb_usage import DynamoDBUsage
 
 from job_queue.scheduler import Share, Strategy
 from tests.conftest import G5, P5

@@ -27,6 +27,7 @@ import os
 from collections.abc import Sequence
 
 from job_queue.models import MAX_PRIORITY
+from tjq.cli import arguments
 from tjq.cli import machine_commands as machine
 from tjq.cli import queue_commands as queue
 from tjq.cli.common import fail
@@ -44,91 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 130
-
-
-def _capacity(text: str) -> tuple[str, int | str]:
-    itype, _, count = text.partition("=")
-    if itype.startswith("ml.") and count == "unlimited":
-        return itype, count  # an uncapped type: its instances are never counted
-    if not itype.startswith("ml.") or not count.isdigit():
-        raise argparse.ArgumentTypeError(
-            f"expected TYPE=N or TYPE=unlimited, such as ml.p5.48xlarge=2, got {text!r}"
-        )
-    return itype, int(count)
-
-
-def _arn_pattern(text: str) -> str:
-    from job_queue.access import PatternError, check_patterns
-
-    try:
-        return check_patterns([text], "--admin")[0]
-    except PatternError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--admin: ")) from None
-
-
-# Where `smq local-api` keeps jobs' checkpoints: the SDK's default bucket there.
-LOCAL_CHECKPOINTS = "s3://sagemaker-local/checkpoints/"
-
-
-def _checkpoint_uri(text: str) -> str:
-    from job_queue.checkpoints import check_base_uri
-
-    try:
-        return check_base_uri(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _training_plan(text: str) -> str:
-    from tjq.local.emulated_plans import plans_from_options
-
-    try:
-        plans_from_options([text], 0.0, "us-east-1", "123456789012")
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _sim_plan(text: str) -> str:
-    from tjq.simulate.plans import parse_plan
-
-    try:
-        parse_plan(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
-def _priority_ceiling(text: str) -> int:
-    from job_queue.config import ConfigError, parse_max_priority
-
-    try:
-        return parse_max_priority(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("MAX_PRIORITY ")) from None
-
-
-def _whole_seconds(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected whole seconds >= 0, got {text!r}")
-    return int(text)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    value = _seconds(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
-    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -150,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     status.add_argument(
         "--watch",
-        type=_positive_seconds,
+        type=arguments.positive_seconds,
         nargs="?",
         const=5.0,
         metavar="SECONDS",
@@ -170,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--job", metavar="NAME", help="only this job's events")
     events.add_argument(
         "--since",
-        type=_seconds,
+        type=arguments.seconds,
         default=60.0,
         metavar="MINUTES",
         help="from this many minutes ago (default 60; 0: all that the log keeps)",
@@ -191,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     shares.add_argument("--json", action="store_true", help="print the API's JSON")
     shares.add_argument(
         "--max-priority",
-        type=_priority_ceiling,
+        type=arguments.priority_ceiling,
         default=MAX_PRIORITY,
         metavar="N",
         help="check: the queue's MaxPriority, which no share's max_priority may exceed",
@@ -228,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--port", type=int, default=8080)
     local.add_argument(
         "--capacity",
-        type=_capacity,
+        type=arguments.capacity,
         action="append",
         metavar="TYPE=N",
         help="instances per type, or TYPE=unlimited for a type the queue does not cap "
@@ -249,28 +165,28 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
     local.add_argument(
         "--start-seconds",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="provisioning before a cold-started job runs (default 0)",
     )
     local.add_argument(
         "--warm-start-seconds",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="the same for a job started on a warm pool (default 0)",
     )
     local.add_argument(
         "--keep-alive",
-        type=_whole_seconds,
+        type=arguments.whole_seconds,
         default=0,
         metavar="S",
         help="warm-pool keep-alive of jobs that set none (the KeepAliveSeconds setting; 0: off)",
     )
     local.add_argument(
         "--warm-affinity",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="the WarmAffinitySeconds setting (0: strict order)",
@@ -281,7 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
     local.add_argument(
         "--admin",
-        type=_arn_pattern,
+        type=arguments.arn_pattern,
         action="append",
         metavar="PATTERN",
         help="an IAM ARN pattern of the queue's admins (repeatable; the AdminPrincipals "
@@ -290,14 +206,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     local.add_argument(
         "--max-priority",
-        type=_priority_ceiling,
+        type=arguments.priority_ceiling,
         default=MAX_PRIORITY,
         metavar="N",
         help="the highest priority a non-admin may set (the MaxPriority setting)",
     )
     local.add_argument(
         "--training-plan",
-        type=_training_plan,
+        type=arguments.training_plan,
         action="append",
         metavar="NAME=TYPE:COUNT:START:END",
         help="a training plan the emulated account holds: COUNT reserved instances of TYPE "
@@ -307,11 +223,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     local.add_argument(
         "--checkpoint-s3-uri",
-        type=_checkpoint_uri,
-        default=LOCAL_CHECKPOINTS,
+        type=arguments.checkpoint_uri,
+        default=arguments.LOCAL_CHECKPOINTS,
         metavar="URI",
         help="jobs without a CheckpointConfig save under URI + their name, the same for every "
-        f"attempt (the CheckpointS3Uri setting; default {LOCAL_CHECKPOINTS}; '' turns it off)",
+        "attempt (the CheckpointS3Uri setting; default "
+        f"{arguments.LOCAL_CHECKPOINTS}; '' turns it off)",
     )
     local.add_argument(
         "--run-scripts",
@@ -332,7 +249,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--capacity",
-        type=_capacity,
+        type=arguments.capacity,
         action="append",
         metavar="TYPE=N",
         help="on-demand instances per type, or TYPE=unlimited (repeatable; this or --plan "
@@ -340,7 +257,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--plan",
-        type=_sim_plan,
+        type=arguments.sim_plan,
         action="append",
         metavar="TYPE=COUNT@START_S-END_S",
         help="a training plan's reservation: COUNT reserved instances of TYPE from START_S to "
@@ -348,35 +265,35 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--stop-latency",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="seconds a stopped job holds its instances (default 0)",
     )
     simulate.add_argument(
         "--start-latency",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="seconds of provisioning before a job makes progress (default 0)",
     )
     simulate.add_argument(
         "--warm-start-latency",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="seconds before a job started on a warm pool makes progress (default 0)",
     )
     simulate.add_argument(
         "--keep-alive",
-        type=_whole_seconds,
+        type=arguments.whole_seconds,
         default=0,
         metavar="S",
         help="warm-pool keep-alive of rows that set none (the KeepAliveSeconds setting)",
     )
     simulate.add_argument(
         "--warm-affinity",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="the WarmAffinitySeconds setting: 0 strict order, inf unbounded (default 0)",
@@ -393,7 +310,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument(
         "--min-run",
-        type=_seconds,
+        type=arguments.seconds,
         default=0.0,
         metavar="S",
         help="seconds a job runs before it may be preempted (the MinRunSeconds setting)",

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 import boto3
@@ -24,6 +24,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.share_config import dumps_shares
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
+from tjq.local.dynamodb_usage import DynamoDBUsage, Serialized
 from tjq.local.emulated_container import Containers
 from tjq.local.emulated_events import log_queue_events
 from tjq.local.emulated_plans import plans_from_options
@@ -73,63 +74,6 @@ class LambdaContext:
     memory_limit_in_mb: int = 512
     invoked_function_arn: str = f"arn:aws:lambda:{REGION}:123456789012:function:training-job-queue"
     aws_request_id: str = "local"
-
-
-@dataclass
-class DynamoDBUsage:
-    """What the queue asked of DynamoDB: calls by operation, items read and written.
-
-    (moto's ConsumedCapacity numbers are not real; items are what capacity is billed on.)
-    """
-
-    calls: dict[str, int] = field(default_factory=dict)
-    items_read: int = 0
-    items_written: int = 0
-
-    def since(self, earlier: DynamoDBUsage) -> DynamoDBUsage:
-        """What was done after ``earlier`` (a copy taken before)."""
-        return DynamoDBUsage(
-            calls={
-                op: n - earlier.calls.get(op, 0)
-                for op, n in self.calls.items()
-                if n > earlier.calls.get(op, 0)
-            },
-            items_read=self.items_read - earlier.items_read,
-            items_written=self.items_written - earlier.items_written,
-        )
-
-    def record(self, operation: str, params: dict, result: dict) -> None:
-        self.calls[operation] = self.calls.get(operation, 0) + 1
-        if operation in ("query", "scan"):
-            self.items_read += result.get("ScannedCount", len(result.get("Items", [])))
-        elif operation == "get_item":
-            self.items_read += 1 if "Item" in result else 0
-        elif operation == "transact_write_items":
-            self.items_written += len(params["TransactItems"])
-        elif operation in ("put_item", "update_item", "delete_item"):
-            self.items_written += 1
-
-
-class _Serialized:
-    """A DynamoDB client whose calls run one at a time, and are counted.
-
-    DynamoDB itself serializes conflicting writes; moto does not (a failed transaction even
-    restores a copy of the table), so threads share one lock per request.
-    """
-
-    def __init__(self, client, lock: threading.Lock, usage: DynamoDBUsage) -> None:
-        self._client, self._lock, self._usage = client, lock, usage
-
-    def __getattr__(self, name):
-        method = getattr(self._client, name)
-
-        def call(**params):
-            with self._lock:
-                result = method(**params)
-                self._usage.record(name, params, result)
-                return result
-
-        return call
 
 
 class LocalCloud:
@@ -241,7 +185,7 @@ class LocalCloud:
         self.sagemaker.install(sagemaker)
         self.iam = boto3.client("iam", region_name=REGION, endpoint_url=self._endpoint_url)
         create_training_roles(self.iam, sorted(self.settings.allowed_role_arns))
-        self.dynamodb = _Serialized(dynamodb, lock, self.dynamodb_usage)
+        self.dynamodb = Serialized(dynamodb, lock, self.dynamodb_usage)
         events = boto3.client("events", region_name=REGION, endpoint_url=self._endpoint_url)
         self.logs = boto3.client("logs", region_name=REGION, endpoint_url=self._endpoint_url)
         log_queue_events(events, self.logs, self.settings.queue_name, REGION, ACCOUNT)

@@ -76,3 +76,43 @@ def state_change_event(detail: dict, account: str, region: str, now: float) -> d
 
 def _epoch_ms(value):
     return int(value * 1000) if isinstance(value, int | float) else value
+
+
+# The request's fields DescribeTrainingJob gives back, as SageMaker does.
+_DESCRIBED = (
+    "RoleArn",
+    "AlgorithmSpecification",
+    "ResourceConfig",
+    "StoppingCondition",
+    "OutputDataConfig",
+    "HyperParameters",
+    "InputDataConfig",
+    "CheckpointConfig",
+)
+
+
+def describe(job: EmulatedJob, now: float) -> dict:
+    """DescribeTrainingJob's answer for ``job``."""
+    output_path = job.request.get("OutputDataConfig", {}).get("S3OutputPath", "")
+    description = {
+        "TrainingJobName": job.name,
+        "TrainingJobArn": job.arn,
+        "TrainingJobStatus": job.status,
+        "SecondaryStatus": job.secondary,
+        "CreationTime": job.created_at,
+        "TrainingStartTime": job.created_at,
+        "LastModifiedTime": job.transitions[-1]["StartTime"] if job.transitions else job.created_at,
+        "SecondaryStatusTransitions": job.transitions,
+        "ModelArtifacts": {
+            "S3ModelArtifacts": f"{output_path.rstrip('/')}/{job.name}/output/model.tar.gz"
+        },
+        **{k: job.request[k] for k in _DESCRIBED if k in job.request},
+    }
+    if job.ended_at is not None:
+        description["TrainingEndTime"] = job.ended_at
+        description["BillableTimeInSeconds"] = int(job.ended_at - job.created_at)
+    if job.failure_reason:
+        description["FailureReason"] = job.failure_reason
+    if job.pool is not None:
+        description["WarmPoolStatus"] = pools.status(job, now)
+    return description

@@ -51,6 +51,7 @@ from tjq.local.emulated_job import (
     EmulatedJob,
     SageMakerFault,
     demand_of,
+    describe,
     state_change_event,
 )
 from tjq.local.emulated_plans import TrainingPlans
@@ -224,41 +225,7 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         return {"TrainingJobArn": job.arn}
 
     def describe_training_job(self, request: dict) -> dict:
-        job = self._job(request.get("TrainingJobName", ""))
-        request_fields = (
-            "RoleArn",
-            "AlgorithmSpecification",
-            "ResourceConfig",
-            "StoppingCondition",
-            "OutputDataConfig",
-            "HyperParameters",
-            "InputDataConfig",
-        )
-        output_path = job.request.get("OutputDataConfig", {}).get("S3OutputPath", "")
-        description = {
-            "TrainingJobName": job.name,
-            "TrainingJobArn": job.arn,
-            "TrainingJobStatus": job.status,
-            "SecondaryStatus": job.secondary,
-            "CreationTime": job.created_at,
-            "TrainingStartTime": job.created_at,
-            "LastModifiedTime": (
-                job.transitions[-1]["StartTime"] if job.transitions else job.created_at
-            ),
-            "SecondaryStatusTransitions": job.transitions,
-            "ModelArtifacts": {
-                "S3ModelArtifacts": f"{output_path.rstrip('/')}/{job.name}/output/model.tar.gz"
-            },
-            **{k: job.request[k] for k in request_fields if k in job.request},
-        }
-        if job.ended_at is not None:
-            description["TrainingEndTime"] = job.ended_at
-            description["BillableTimeInSeconds"] = int(job.ended_at - job.created_at)
-        if job.failure_reason:
-            description["FailureReason"] = job.failure_reason
-        if job.pool is not None:
-            description["WarmPoolStatus"] = pools.status(job, self.clock())
-        return description
+        return describe(self._job(request.get("TrainingJobName", "")), self.clock())
 
     def update_training_job(self, request: dict) -> dict:
         """Only what the queue does with it: end a job's warm pool (keep-alive 0)."""
