@@ -88,19 +88,27 @@ def test_submit_a_request_file_with_a_priority(capsys, local_env, unique, tmp_pa
     main(["cancel", name])
 
 
-def test_submit_says_how_the_job_checkpoints(capsys, local_env, unique, tmp_path):
-    name = unique()
+def test_submit_says_how_the_job_checkpoints_and_show_what_a_preemption_lost(
+    capsys, local_env, unique, tmp_path
+):
+    name, urgent = unique("hourly"), unique("urgent")
     path = tmp_path / "request.json"
-    path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g4dn.xlarge")))
-    code, _, _ = smq(capsys, "submit", str(path), "--checkpoint", "1800")
+    request = training_request(name, 1, instance_type="ml.g4dn.xlarge", run_seconds=3600)
+    path.write_text(json.dumps(request))
+    code, _, _ = smq(capsys, "submit", str(path), "--checkpoint", "3600")
     assert code == 0
     code, out, _ = smq(capsys, "show", name, "--json")
-    assert json.loads(out)["checkpoint"] == "1800"
-    main(["cancel", name])
-    wait_until(
-        lambda: local_env.cloud.api("GET", f"/jobs/{name}")[1]["job"]["state"] == "cancelled",
-        "the cancel",
-    )
+    assert json.loads(out)["checkpoint"] == "3600"
+    path.write_text(json.dumps({**request, "TrainingJobName": urgent}))
+    smq(capsys, "submit", str(path), "--priority", "9")
+    code, out, _ = smq(capsys, "show", name)
+    assert code == 0 and "checkpoint" in out
+    (line,) = [line for line in out.splitlines() if "preempted" in line and urgent in line]
+    assert f"for {urgent}, losing " in line and line.endswith("s of work")
+    for job in (name, urgent):
+        main(["cancel", job])
+    state = lambda job: local_env.cloud.api("GET", f"/jobs/{job}")[1]["job"]["state"]  # noqa: E731
+    wait_until(lambda: {state(name), state(urgent)} == {"cancelled"}, "the cancels")
     code, _, err = smq(capsys, "submit", str(path), "--checkpoint", "sometimes")
     assert code == 1
     assert "Tags.checkpoint must be 'on-stop' or a positive number of seconds" in err

@@ -171,6 +171,8 @@ def show(args) -> int:
             "ended_at",
             "sagemaker_job_name",
             "keep_alive_seconds",
+            "checkpoint",
+            "checkpoint_s3_uri",
             "preemptions",
             "failure_reason",
             "last_start_error",
@@ -204,10 +206,14 @@ def show(args) -> int:
 
 
 def _audit_detail(entry: dict) -> str:
+    from tjq.table import duration
+
     if entry["action"] == "priority-changed":
         return f"{entry['from']} -> {entry['to']}"
     if entry.get("preempted_by"):
-        return f"for {entry['preempted_by']}"
+        lost = entry.get("lost_work_seconds")
+        lost = "" if lost is None else f", losing {duration(lost)} of work"
+        return f"for {entry['preempted_by']}{lost}"
     return ""
 
 
