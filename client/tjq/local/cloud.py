@@ -209,6 +209,7 @@ class LocalCloud:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.sagemaker.close()
         if self._mock:
             self._mock.stop()
 

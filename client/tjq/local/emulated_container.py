@@ -86,6 +86,7 @@ class Containers:
     def __init__(self, s3, root: str | Path | None = None) -> None:
         self.s3 = s3
         self.root = Path(root or tempfile.mkdtemp(prefix="tjq-containers-"))
+        self._running: dict[str, Container] = {}  # by SageMaker job name
 
     def start(self, name: str, request: dict) -> Container | None:
         """Run the job's entry script; None when the request names no code the emulator
@@ -129,6 +130,7 @@ class Containers:
             )
         container = Container(process, root, checkpoints, uri, output)
         container.uploaded = _files(checkpoints)  # what it was given is already there
+        self._running[name] = container
         return container
 
     def sync(self, container: Container) -> None:
@@ -150,7 +152,15 @@ class Containers:
         self.sync(container)
         lines = container.new_output()
         shutil.rmtree(container.root, ignore_errors=True)
+        self._running.pop(container.root.name, None)
         return lines
+
+    def close(self) -> None:
+        """The emulator stops: kill every script still running, and clean up."""
+        for container in list(self._running.values()):
+            container.kill()
+        self._running.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     # -- the code ---------------------------------------------------------------------------
 

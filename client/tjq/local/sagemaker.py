@@ -149,6 +149,11 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         )
         return AWSResponse("https://api.sagemaker.local/", status, headers, None), parsed
 
+    def close(self) -> None:
+        """Stop whatever runs on this machine for the emulated jobs (their scripts)."""
+        if self.containers:
+            self.containers.close()
+
     def set_run_seconds(self, name: str, seconds: float) -> None:
         """Change how long a running job still takes, counted from now."""
         with self._lock:

@@ -106,6 +106,8 @@ class LocalApi:
             server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+        if getattr(self, "cloud", None):
+            self.cloud.__exit__(None, None, None)
         if getattr(self, "_moto", None):
             self._moto.stop()
         if getattr(self, "_config_file", None):
