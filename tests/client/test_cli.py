@@ -94,21 +94,30 @@ def test_submit_says_how_the_job_checkpoints_and_show_what_a_preemption_lost(
     name, urgent = unique("hourly"), unique("urgent")
     path = tmp_path / "request.json"
     request = training_request(name, 1, instance_type="ml.g4dn.xlarge", run_seconds=3600)
-    path.write_text(json.dumps(request))
-    code, _, _ = smq(capsys, "submit", str(path), "--checkpoint", "3600")
-    assert code == 0
-    code, out, _ = smq(capsys, "show", name, "--json")
-    assert json.loads(out)["checkpoint"] == "3600"
-    path.write_text(json.dumps({**request, "TrainingJobName": urgent}))
-    smq(capsys, "submit", str(path), "--priority", "9")
-    code, out, _ = smq(capsys, "show", name)
-    assert code == 0 and "checkpoint" in out
-    (line,) = [line for line in out.splitlines() if "preempted" in line and urgent in line]
-    assert f"for {urgent}, losing " in line and line.endswith("s of work")
-    for job in (name, urgent):
-        main(["cancel", job])
-    state = lambda job: local_env.cloud.api("GET", f"/jobs/{job}")[1]["job"]["state"]  # noqa: E731
-    wait_until(lambda: {state(name), state(urgent)} == {"cancelled"}, "the cancels")
+
+    def state(job: str) -> str:
+        status, body = local_env.cloud.api("GET", f"/jobs/{job}")
+        return body["job"]["state"] if status == 200 else "never queued"
+
+    try:
+        path.write_text(json.dumps(request))
+        code, _, _ = smq(capsys, "submit", str(path), "--checkpoint", "3600")
+        assert code == 0
+        code, out, _ = smq(capsys, "show", name, "--json")
+        assert json.loads(out)["checkpoint"] == "3600"
+        wait_until(lambda: state(name) == "running", f"{name} to run")
+        path.write_text(json.dumps({**request, "TrainingJobName": urgent}))
+        smq(capsys, "submit", str(path), "--priority", "9")
+        wait_until(lambda: state(name) in ("preempting", "preempted"), f"{name} preempted")
+        code, out, _ = smq(capsys, "show", name)
+        assert code == 0 and "checkpoint" in out
+        (line,) = [line for line in out.splitlines() if "preempted" in line and urgent in line]
+        assert f"for {urgent}, losing " in line and line.endswith("s of work")
+    finally:  # the single ml.g4dn.xlarge is left free for the next test
+        for job in (name, urgent):
+            main(["cancel", job])
+        ended = {"cancelled", "never queued"}
+        wait_until(lambda: {state(name), state(urgent)} <= ended, "the cancels")
     code, _, err = smq(capsys, "submit", str(path), "--checkpoint", "sometimes")
     assert code == 1
     assert "Tags.checkpoint must be 'on-stop' or a positive number of seconds" in err

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from tjq.api import QueueClient
@@ -62,11 +63,15 @@ def test_events_follow_prints_new_events_until_ctrl_c(local_env, unique):
         QueueClient.from_environment().submit(
             training_request(name, 1, instance_type=G4, run_seconds=1)
         )
-        lines, deadline = [], time.monotonic() + 60
-        while not any("-> completed" in line for line in lines):
-            line = follower.stdout.readline()
-            assert line or time.monotonic() < deadline, follower.stderr.read()
-            lines.append(line)
+        # Read in a thread: a job that never completes must fail the test, not hang it.
+        lines: list[str] = []
+
+        def read() -> None:
+            for line in follower.stdout:
+                lines.append(line)
+
+        threading.Thread(target=read, daemon=True).start()
+        wait_until(lambda: any("-> completed" in line for line in lines), f"{name} to complete")
     finally:
         follower.send_signal(signal.SIGINT)
         follower.communicate(timeout=30)

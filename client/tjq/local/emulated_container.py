@@ -6,7 +6,7 @@ hyperparameters — the emulator runs the entry script on this machine with this
 SageMaker runs it in its container:
 
 * the code is downloaded into a folder of its own, the script runs there with the
-  hyperparameters as ``--name value`` arguments (and ``SM_HPS``, ``SM_MODEL_DIR``,
+  hyperparameters as ``--name=value`` arguments (and ``SM_HPS``, ``SM_MODEL_DIR``,
   ``TRAINING_JOB_NAME``, ``TJQ_CHECKPOINT_DIR``);
 * ``CheckpointConfig.S3Uri`` is copied into the checkpoint folder before the script starts,
   and the folder's new or changed files back to it while it runs and after it ends;
@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
+
+from job_queue.checkpoints import split_uri
 
 STOP_WINDOW_S = 120.0  # SageMaker's time between SIGTERM and the kill
 
@@ -137,7 +139,7 @@ class Containers:
         """Copy the checkpoint folder's new or changed files to the job's S3 location."""
         if not container.checkpoint_uri:
             return
-        bucket, prefix = _split(container.checkpoint_uri)
+        bucket, prefix = split_uri(container.checkpoint_uri)
         for relative, mtime in _files(container.checkpoints).items():
             if container.uploaded.get(relative) != mtime and not relative.endswith(".partial"):
                 path = container.checkpoints / relative
@@ -184,7 +186,7 @@ class Containers:
         submitted = _decoded(hyperparameters.get("sagemaker_submit_directory"))
         if program and submitted:  # SDK v2's framework estimators
             code.mkdir(parents=True, exist_ok=True)
-            bucket, key = _split(submitted)
+            bucket, key = split_uri(submitted)
             archive = self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
             with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
                 safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
@@ -193,7 +195,7 @@ class Containers:
         return None
 
     def _download(self, uri: str, folder: Path) -> None:
-        bucket, prefix = _split(uri)
+        bucket, prefix = split_uri(uri)
         folder.mkdir(parents=True, exist_ok=True)
         pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         with contextlib.suppress(self.s3.exceptions.NoSuchBucket):
@@ -205,11 +207,6 @@ class Containers:
                         target.parent.mkdir(parents=True, exist_ok=True)
                         body = self.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"]
                         target.write_bytes(body.read())
-
-
-def _split(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
 
 
 def _decoded(value):
