@@ -125,7 +125,7 @@ class QueueRoute:
         none; refused (:class:`InvalidJob`) if its priority or checkpoint tag is not valid."""
         request = copy.deepcopy(request)
         given = request.get("Tags") or []
-        check_priority_tag(given)
+        check_tags(given)
         defaults = {tags.PRIORITY: self.priority, tags.SHARE: self.share}
         defaults[tags.CHECKPOINT] = self.checkpoint
         added = {k: str(v) for k, v in defaults.items() if v is not None}
@@ -258,7 +258,7 @@ def checkpointing(value, what: str) -> str:
         raise InvalidJob(f"{what} {exc}") from None
 
 
-def check_priority_tag(given: list[dict]) -> None:
+def check_tags(given: list[dict]) -> None:
     """Refuse (:class:`InvalidJob`) tags whose priority is not an integer in range, or whose
     checkpoint is neither ``on-stop`` nor seconds."""
     if any(t.get("Key") == tags.PRIORITY for t in given):

@@ -20,7 +20,7 @@ from tjq import sdk_objects
 from tjq.api import QueueClient
 from tjq.errors import JobNotFound, JobNotStarted
 from tjq.progress import FINISHED, describe_state, expected_text
-from tjq.route import check_priority_tag, checkpointing, integer_priority
+from tjq.route import check_tags, checkpointing, integer_priority
 
 # The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
 # queue's own; ``status`` is for code written against Batch).
@@ -97,7 +97,7 @@ class TrainingQueue:
         if checkpoint is not None:
             chosen[tag_names.CHECKPOINT] = checkpointing(checkpoint, "checkpoint=")
         # The priority the job will have: the chosen tag, else its own.
-        check_priority_tag([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
+        check_tags([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
         share = quota_share_name if quota_share_name is not None else share_identifier
         if share is not None:
             chosen[tag_names.SHARE] = share

@@ -69,9 +69,14 @@ def local_api(args) -> int:
         else f"jobs run {args.run_seconds:g}s (or their simulated-run-seconds tag)"
     )
     saved = args.checkpoint_s3_uri or "off"
+    stop = (
+        "a stop lasts until the script exits (SIGKILL after 120s)"
+        if args.run_scripts
+        else f"a stop takes {args.stop_seconds:g}s"
+    )
     print(
-        f"\ncapacity: {pool}; {runs}, a stop takes {args.stop_seconds:g}s; default keep-alive "
-        f"{args.keep_alive:g}s; checkpoints {saved}. Ctrl-C stops.",
+        f"\ncapacity: {pool}; {runs}, {stop}; default keep-alive {args.keep_alive:g}s; "
+        f"checkpoints {saved}. Ctrl-C stops.",
         flush=True,
     )
     for plan in local.cloud.sagemaker.plans.values():
