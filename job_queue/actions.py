@@ -73,8 +73,11 @@ class Actions:
                 audit=audit,
             )
             version += 1
-            self.changed(victim, JobState.PREEMPTING, now, preemption.reason)
-            logger.info(preemption.reason, extra={"job": victim.name, "lost_work_s": lost})
+            reason = preemption.reason
+            if lost is not None:
+                reason += f"; work lost (estimated): {lost} s"
+            self.changed(victim, JobState.PREEMPTING, now, reason)
+            logger.info(reason, extra={"job": victim.name, "lost_work_s": lost})
             self.report.preemptions += 1
             if lost is not None:
                 self.report.lost_instance_seconds.append(lost * sum(victim.demand.values()))

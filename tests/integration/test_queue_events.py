@@ -22,6 +22,7 @@ def moves(cloud, name=None) -> list[tuple]:
 def test_a_preempted_and_resumed_job_reports_every_change_in_order(make_cloud):
     cloud = make_cloud({P5: 1})
     submit(cloud, "low", 0)
+    cloud.advance(300)  # low trains for 5 minutes
     submit(cloud, "urgent", 5)
     cloud.advance(60)  # low has stopped; urgent runs
     cloud.advance(600)  # urgent completes; low resumes
@@ -38,7 +39,10 @@ def test_a_preempted_and_resumed_job_reports_every_change_in_order(make_cloud):
     ]
     details = list(read_events(cloud.logs, cloud.settings.queue_name, job="low"))
     preempting = details[3]
-    assert preempting["reason"] == "preempted by urgent (priority 5 > 0)"
+    # low saves no checkpoints: its 5 minutes are lost, and the event says so.
+    assert preempting["reason"] == (
+        "preempted by urgent (priority 5 > 0); work lost (estimated): 300 s"
+    )
     assert (preempting["attempt"], details[5]["attempt"]) == (1, 2)
     assert details[5]["sagemaker_job_name"] == job(cloud, "low")["sagemaker_job_name"]
     assert {d["submitted_by"] for d in details} == {local_user("testing")}
