@@ -5,6 +5,7 @@ import time
 
 import pytest
 from tjq.local.clock import SimClock
+from tjq.local.cloud import LocalCloud, training_request
 
 from tests.integration.helpers import job, running, submit
 
@@ -17,8 +18,6 @@ def declared(how: str) -> dict:
 
 
 def submit_tagged(cloud, name, priority, *extra_tags, **request):
-    from tjq.local.cloud import training_request
-
     body = training_request(name, priority)
     body["Tags"] += list(extra_tags)
     body.update(request)
@@ -144,8 +143,6 @@ def test_an_interval_job_whose_checkpoints_cannot_be_read_is_judged_by_its_inter
 
 @pytest.mark.parametrize("how", ["often", "-1", "0"])
 def test_a_bad_checkpoint_tag_is_refused_and_nothing_is_queued(cloud, how):
-    from tjq.local.cloud import training_request
-
     body = training_request("bad", 1)
     body["Tags"].append(declared(how))
     status, answer = cloud.api("POST", "/add-job", body)
@@ -155,7 +152,5 @@ def test_a_bad_checkpoint_tag_is_refused_and_nothing_is_queued(cloud, how):
 
 
 def test_a_checkpoint_location_that_is_not_an_s3_uri_is_refused_at_start_up():
-    from tjq.local.cloud import LocalCloud
-
     with pytest.raises(ValueError, match="'team-checkpoints/' is not an s3:// URI"):
         LocalCloud(capacity={P5: 1}, checkpoint_s3_uri="team-checkpoints/")
