@@ -1,7 +1,11 @@
-"""Overlapping invocations on real threads against the emulated AWS: simultaneous
-submissions, cancels and priority changes while SageMaker events arrive."""
+"""Overlapping invocations on real threads against the emulated AWS: users' submissions,
+cancels and priority changes while SageMaker events arrive.
+
+API requests take turns, as in one Lambda execution environment; SageMaker's events overlap
+them, so two scheduling passes race for the same capacity."""
 
 import random
+import sys
 import threading
 
 from tjq.local.cloud import training_request
@@ -33,6 +37,35 @@ def _workload(seed: int) -> list[list[dict]]:
             )
         batches.append(batch)
     return batches
+
+
+def test_overlapping_requests_are_each_answered_about_themselves(make_cloud):
+    """Eight users ask at once about jobs that do not exist; each answer names their job.
+
+    (Powertools' resolver keeps the request it answers in a class attribute, so requests
+    answered on overlapping threads would swap; a short switch interval makes that likely.)
+    """
+    cloud = make_cloud({P5: 2})
+    mixups: list[str] = []
+
+    def user(t: int) -> None:
+        for i in range(120):
+            name = f"u{t}-job{i}"
+            status, body = cloud.api("GET", f"/jobs/{name}")
+            if status != 404 or f"no job named {name} " not in body["message"]:
+                mixups.append(f"asked about {name}, answered {status}: {body}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        users = [threading.Thread(target=user, args=(t,)) for t in range(8)]
+        for thread in users:
+            thread.start()
+        for thread in users:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert mixups == []
 
 
 def test_overlapping_invocations_keep_every_invariant(make_cloud):

@@ -160,6 +160,11 @@ class LocalCloud:
         ]
         self._mock = None if endpoint_url else mock_aws()
         self._lost_events = 0
+        # Lambda gives each execution environment one invocation at a time, and Powertools'
+        # resolver keeps the request it is answering in a class attribute: requests answered
+        # on overlapping threads would read each other's. So API requests take turns here;
+        # SageMaker's events and the sweep (no resolver) still overlap them, as in AWS.
+        self._api_turn = threading.Lock()
         self.delivered: list[dict] = []
         self.dynamodb_usage = DynamoDBUsage()
 
@@ -258,7 +263,8 @@ class LocalCloud:
             "body": body,
             "isBase64Encoded": False,
         }
-        return handle(event, LambdaContext(), self.deps)
+        with self._api_turn:
+            return handle(event, LambdaContext(), self.deps)
 
     def pump(self) -> None:
         """Wall-clock mode: apply the status changes due by now and deliver their events."""
