@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from job_queue.models import JobState
-from job_queue.scheduler.snapshot import ActiveJob, WaitingJob
+from job_queue.scheduler.snapshot import ActiveJob, Policy, WaitingJob
 
 
 def queue_order(job: WaitingJob) -> tuple[int, int]:
@@ -79,13 +79,15 @@ def preemption_candidates(
     )
 
 
-def least_lost_first(candidates: Iterable[ActiveJob], lost: LostWork | None) -> Iterator[ActiveJob]:
+def least_lost_first(
+    candidates: Iterable[ActiveJob], lost: LostWork, policy: Policy
+) -> Iterator[ActiveJob]:
     """The preemption order: ``candidates`` (from :func:`preemption_candidates`) with each
     priority's jobs reordered by the work their stop would throw away, least first (among
     equals, the most recently started first). Lazy: the victim search stops reading once it
-    has room, and a priority's losses are estimated only when it reaches them. Without
-    ``lost`` (the rule turned off), the candidates as they are."""
-    if lost is None:
+    has room, and a priority's losses are estimated only when it reaches them. With the
+    policy's ``least_lost_work`` off, the candidates as they are."""
+    if not policy.least_lost_work:
         yield from candidates
         return
     for _, same_priority in itertools.groupby(candidates, key=lambda job: job.priority):

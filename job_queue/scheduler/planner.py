@@ -334,8 +334,8 @@ class Planner:
         candidates: Iterable[WarmPool | ActiveJob] = self._pools.of_types(missing)
         if self._policy.preemption:
             lower = itertools.takewhile(lambda c: c.priority < job.priority, self._candidates())
-            lost = self._lost if self._policy.least_lost_work else None
-            candidates = itertools.chain(candidates, least_lost_first(lower, lost))
+            running = least_lost_first(lower, self._lost, self._policy)
+            candidates = itertools.chain(candidates, running)
         return choose_victims(candidates, MissingInstances(missing))
 
     def _candidates(self) -> list[ActiveJob]:

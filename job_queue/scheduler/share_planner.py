@@ -87,7 +87,6 @@ class SharePlanner:
         holders = [*(a for a in active if not a.state.is_stopping), *self._pools.held]
         self._ledger = ShareLedger(shares, holders)
         self._candidates = preemption_candidates(active, now, policy.min_run_s)
-        self._lost_first = self._lost if policy.least_lost_work else None
         self._held: set[tuple[str, str]] = set()  # (share, type): closed to own capacity
         self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow (rule 3)
         self._collected: dict[tuple[str, str], int] = {}
@@ -279,7 +278,7 @@ class SharePlanner:
                 return None
             candidates: Iterable[Holder] = pools
         else:
-            running = least_lost_first(self._candidates, self._lost_first)
+            running = least_lost_first(self._candidates, self._lost, self._policy)
             candidates = itertools.chain(pools, running)
 
         def fits(ledger: ShareLedger, freed: list[Holder]) -> bool:
