@@ -134,15 +134,27 @@ def shares_comparison() -> dict:
     index = json.loads((HERE / "workloads" / "workloads.json").read_text())
     meta = index["itp-cluster03"]
     jobs = with_teams(read_workload(HERE / "workloads" / "itp-cluster03.csv", meta["capacity"]))
+    # Each layout in strict order (as the pass with shares was before it had backfill) and
+    # with the queue's defaults (backfill on), which every layout now has.
+    strict = Policy(backfill=False)
     layouts = {
-        "one queue (no shares)": (),
-        "RESERVE (no lending)": team_shares(Strategy.RESERVE),
-        "LEND_AND_BORROW (unlimited)": team_shares(Strategy.LEND_AND_BORROW),
+        "one queue (no shares)": ((), Policy()),
+        "RESERVE (no lending), strict order": (team_shares(Strategy.RESERVE), strict),
+        "RESERVE (no lending), backfill": (team_shares(Strategy.RESERVE), Policy()),
+        "LEND_AND_BORROW (unlimited), strict order": (
+            team_shares(Strategy.LEND_AND_BORROW),
+            strict,
+        ),
+        "LEND_AND_BORROW (unlimited), backfill": (team_shares(Strategy.LEND_AND_BORROW), Policy()),
     }
     results = {}
-    for label, shares in layouts.items():
+    for label, (shares, policy) in layouts.items():
         settings = SimSettings(
-            meta["capacity"], stop_latency=STOP_LATENCY, start_latency=START_LATENCY, shares=shares
+            meta["capacity"],
+            stop_latency=STOP_LATENCY,
+            start_latency=START_LATENCY,
+            shares=shares,
+            policy=policy,
         )
         answer = report(simulate(jobs, settings))
         metrics = answer["metrics"]

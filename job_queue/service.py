@@ -29,8 +29,8 @@ from job_queue.scheduler import (
     ActiveJob,
     LostWork,
     Plan,
+    Planner,
     ShareLedger,
-    make_planner,
 )
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage
@@ -359,16 +359,16 @@ class QueueService:
         now = self.clock()
         pools = held.idle_pools(now)
         self.report.record_usage(held.jobs, pools, layout, held.outside)
-        planner = make_planner(
+        planner = Planner(
             held.jobs,
             layout.capacity,
             now,
             self.settings.policy,
-            layout.shares,
             pools,
             held.outside,
             layout.plans,
             LostWork(now, self._saved_at),
+            layout.shares,
         )
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.

@@ -2,7 +2,7 @@
 
 The replay takes the active jobs, the waiting jobs, the idle warm pools, the quota shares and
 the training plans as they are, assumes nobody submits, cancels or reprioritises anything,
-and runs the same pass the Lambda runs (:func:`~job_queue.scheduler.passes.plan`) each time
+and runs the same pass the Lambda runs (:func:`~job_queue.scheduler.planner.plan`) each time
 something would change: a job's attempt ends, a stopped job's instances free, a job's retry
 back-off or minimum run time ends, a reservation opens or stops counting. It is played twice:
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.order import queue_order
-from job_queue.scheduler.passes import plan
+from job_queue.scheduler.planner import plan
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import Share
 from job_queue.scheduler.snapshot import ActiveJob, OutsideJob, Policy, WaitingJob, WarmPool

@@ -1,6 +1,6 @@
 """Idle warm pools during one pass: which one a job starts on, and which ones are released.
 
-The rules, the same in both passes:
+The rules, the same in every layout:
 
 * A pool past its keep-alive is gone: SageMaker has ended it, whether or not the queue has
   noticed yet.
@@ -13,10 +13,9 @@ The rules, the same in both passes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from job_queue.scheduler.snapshot import WaitingJob, WarmPool
-from job_queue.scheduler.victims import MissingInstances, choose_victims
 
 
 class IdlePools:
@@ -31,12 +30,15 @@ class IdlePools:
         """The pools that hold instances now."""
         return tuple(self._pools)
 
-    def matching(self, job: WaitingJob, share: str | None = None) -> WarmPool | None:
-        """The oldest pool ``job`` can start on (with shares: one its own share left)."""
+    def matching(
+        self, job: WaitingJob, allowed: Callable[[WarmPool], bool] | None = None
+    ) -> WarmPool | None:
+        """The oldest pool ``job`` can start on (of those ``allowed``: with shares, one its
+        own share left)."""
         if not self._pools:
             return None
         return next(
-            (p for p in self._pools if p.matches(job) and (share is None or p.share == share)),
+            (p for p in self._pools if p.matches(job) and (allowed is None or allowed(p))),
             None,
         )
 
@@ -53,11 +55,3 @@ class IdlePools:
     def remove(self, pool: WarmPool) -> None:
         """The pool is taken (a job starts on it) or released."""
         self._pools.remove(pool)
-
-
-def pools_to_release(
-    candidates: Iterable[WarmPool], missing: Mapping[str, int]
-) -> tuple[WarmPool, ...] | None:
-    """The fewest of ``candidates`` (oldest first) whose instances cover ``missing``; None
-    when all of them would not be enough (or nothing is missing)."""
-    return choose_victims(candidates, MissingInstances(missing))

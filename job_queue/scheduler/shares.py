@@ -8,7 +8,8 @@ limits add up to the capacity) and a strategy:
 * ``LEND_AND_BORROW``: lends, and borrows idle capacity lent by others, up to
   ``borrow_limit`` percent of its own limit per type (-1: unlimited).
 
-The pass that applies them is :mod:`job_queue.scheduler.share_planner`.
+The pass applies them (:mod:`job_queue.scheduler.planner`), as it does for the single queue,
+which is one share that holds all the capacity and neither lends nor borrows.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from job_queue.models import Demand
-from job_queue.scheduler.snapshot import ActiveJob
+from job_queue.scheduler.snapshot import ActiveJob, WarmPool
 
 
 class Strategy(StrEnum):
@@ -100,21 +101,33 @@ class ShareUsage:
 class ShareLedger:
     """What each share holds per instance type, and what it may take.
 
-    Jobs without a known share (their share was removed) count against a share of limit 0:
-    everything they hold is borrowed, and reclaimable.
+    Jobs without a known share count against ``default``: the single queue's one share, or
+    (with quota shares, where their share was removed) a share of limit 0, so that everything
+    they hold is borrowed, and reclaimable.
     """
 
-    def __init__(self, shares: Sequence[Share], holders: Iterable[ActiveJob]) -> None:
+    def __init__(
+        self,
+        shares: Sequence[Share],
+        holders: Iterable[ActiveJob | WarmPool],
+        default: str | None = None,
+    ) -> None:
         self.shares = {share.name: share for share in shares}
         self.types = sorted(total_capacity(shares))
+        self.default = default
         self.used: dict[tuple[str | None, str], int] = {}
         for job in holders:
             self.take(job.share, job.demand)
 
     def copy(self) -> ShareLedger:
         other = ShareLedger.__new__(ShareLedger)
-        other.shares, other.types, other.used = self.shares, self.types, dict(self.used)
+        other.shares, other.types, other.default = self.shares, self.types, self.default
+        other.used = dict(self.used)
         return other
+
+    def owner(self, share: str | None) -> str | None:
+        """The share a job or pool of ``share`` counts against."""
+        return share if share in self.shares else self.default
 
     def take(self, share: str | None, demand: Demand) -> None:
         for itype, count in demand.items():
@@ -139,12 +152,15 @@ class ShareLedger:
     def borrowed(self, share: str | None, itype: str) -> int:
         return max(0, self.in_use(share, itype) - self.limit(share, itype))
 
+    def borrowed_total(self, itype: str) -> int:
+        """Instances of ``itype`` held beyond their shares' limits, by every share."""
+        return sum(self.borrowed(share, t) for share, t in self.used if t == itype)
+
     def lendable(self, itype: str) -> int:
         """Idle instances of lending shares not already borrowed: what a lender's own job or
         a borrower can take now. (RESERVE shares' idle instances are not in it.)"""
         idle = sum(self.idle(name, itype) for name, s in self.shares.items() if s.lends)
-        borrowed = sum(self.borrowed(share, t) for share, t in self.used if t == itype)
-        return idle - borrowed
+        return idle - self.borrowed_total(itype)
 
     def own_room(self, share: Share, itype: str) -> int:
         """Instances the share's next job may take now without borrowing."""
@@ -176,7 +192,7 @@ class ShareLedger:
         is attributed to lending shares in their configured order)."""
         rows = []
         for itype in self.types:
-            to_attribute = sum(self.borrowed(share, t) for share, t in self.used if t == itype)
+            to_attribute = self.borrowed_total(itype)
             for name, share in self.shares.items():
                 if share.limit(itype) == 0 and not self.in_use(name, itype):
                     continue
@@ -195,29 +211,4 @@ class ShareLedger:
         return rows
 
     def _known(self, share: str | None) -> str | None:
-        return share if share in self.shares else None
-
-
-class LedgerRoom:
-    """A waiting job's room in a ledger of shares, for the victim search
-    (:mod:`job_queue.scheduler.victims`): holders taken give their instances back to their
-    shares' ledger. ``fits(ledger, taken)`` says whether the job then has room; ``eligible(
-    ledger, job)`` which running jobs may be taken (every idle pool offered may be)."""
-
-    def __init__(self, ledger: ShareLedger, fits, eligible) -> None:
-        self._ledger, self._fits, self._eligible = ledger, fits, eligible
-        self._taken: list = []
-
-    def enough(self) -> bool:
-        return self._fits(self._ledger, self._taken)
-
-    def helps(self, candidate) -> bool:
-        return not isinstance(candidate, ActiveJob) or self._eligible(self._ledger, candidate)
-
-    def take(self, holder) -> None:
-        self._taken.append(holder)
-        self._ledger.give_back(holder.share, holder.demand)
-
-    def give_back(self, holder) -> None:
-        self._taken.remove(holder)
-        self._ledger.take(holder.share, holder.demand)
+        return share if share in self.shares else self.default

@@ -1,14 +1,10 @@
 """The victim search: the fewest running jobs whose stop lets a waiting job start (and the
 fewest idle warm pools whose release does).
 
-One search serves both passes; what differs between them is the :class:`Room` — which
-candidates a preemptor may stop, and when it has room enough:
-
-* the single queue: strictly lower-priority jobs that hold an instance type still missing,
-  until nothing is missing (:class:`MissingInstances`);
-* quota shares: jobs on borrowed capacity (reclaim), or lower-priority jobs of the
-  preemptor's own share, until the share's ledger and the instances both allow the start
-  (``SharePlanner``'s rooms).
+One search serves every step of the pass that frees instances (releasing idle pools,
+reclaiming borrowed capacity, preempting within a share or the single queue); what differs
+is the :class:`Room` — which candidates a preemptor may stop, and when it has room enough
+(:class:`job_queue.scheduler.room.Room`: the instances, and its share's quota).
 
 The search walks the candidates in preemption order (lowest priority first, then the one
 that would lose least work, then the most recently started:
@@ -19,7 +15,7 @@ turns out not to need. None when even all of them would not be enough: nobody is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
 from job_queue.models import Demand
@@ -31,6 +27,9 @@ class Holder(Protocol):
 
     @property
     def demand(self) -> Demand: ...
+
+    @property
+    def share(self) -> str | None: ...
 
 
 H = TypeVar("H", bound=Holder)
@@ -74,25 +73,3 @@ def choose_victims(candidates: Iterable[H], room: Room) -> tuple[H, ...] | None:
         else:
             room.take(victim)
     return tuple(chosen)
-
-
-class MissingInstances:
-    """The single queue's room: instances still missing per type, against candidates that
-    hold one of those types (the caller offers only strictly lower-priority ones)."""
-
-    def __init__(self, missing: Mapping[str, int]) -> None:
-        self.remaining = dict(missing)
-
-    def enough(self) -> bool:
-        return all(n <= 0 for n in self.remaining.values())
-
-    def helps(self, candidate: Holder) -> bool:
-        return any(self.remaining.get(itype, 0) > 0 for itype in candidate.demand)
-
-    def take(self, victim: Holder) -> None:
-        for itype in self.remaining:
-            self.remaining[itype] -= victim.demand.get(itype, 0)
-
-    def give_back(self, victim: Holder) -> None:
-        for itype in self.remaining:
-            self.remaining[itype] += victim.demand.get(itype, 0)

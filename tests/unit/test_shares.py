@@ -8,10 +8,10 @@ import pytest
 from job_queue.models import JobState
 from job_queue.scheduler import (
     ActiveJob,
+    Planner,
     Policy,
     Share,
     ShareLedger,
-    SharePlanner,
     Strategy,
     WaitingJob,
     plan,
@@ -285,7 +285,7 @@ def test_without_shares_the_single_queue_decides():
 
 def test_a_shares_queue_is_read_only_while_one_of_its_jobs_could_start():
     layout = [share("B", BORROW), share("L", LEND), share("R", RESERVE)]
-    planner = SharePlanner([running("b-own", "B", 1)], layout, NOW, Policy())
+    planner = Planner([running("b-own", "B", 1)], {}, NOW, shares=layout)
     assert planner.is_open(G5, "B")  # may borrow L's idle instance
     assert planner.is_open(G5, "L") and planner.is_open(G5, "R")  # their own idle instances
     assert not planner.is_open(G5, None) and not planner.is_open(G5, "gone")
@@ -305,7 +305,7 @@ def test_a_share_that_may_not_borrow_stays_open_while_it_may_preempt_within_itse
         Share("S1", {G5: 1}, BORROW),
     ]
     active = [running("low", "S0", 0, started=NOW)]
-    planner = SharePlanner(active, shares, NOW, Policy())
+    planner = Planner(active, {}, NOW, shares=shares)
     planner.offer(waiting("big", "S1", 1, instances=2, seq=1))
     assert planner.is_open(G5, "S0"), "an urgent S0 job could still preempt low"
     planner.offer(waiting("urgent", "S0", 1, seq=2))

@@ -11,11 +11,11 @@ from tjq.simulate.workload import WorkloadJob
 from job_queue.models import JobState
 from job_queue.scheduler import (
     ActiveJob,
+    Planner,
     Policy,
     Share,
     ShareLedger,
     Strategy,
-    make_planner,
     total_capacity,
 )
 
@@ -172,7 +172,7 @@ def test_shares_keep_their_promises_on_random_workloads(data, stop, preemption, 
 
 def _reading_everything(shares):
     def decide(active, waiting, capacity, now, policy, pools=()):
-        planner = make_planner(active, capacity, now, policy, shares, pools)
+        planner = Planner(active, capacity, now, policy, pools, shares=shares)
         for job in waiting:
             planner.offer(job)
         return planner.plan()

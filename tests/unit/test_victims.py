@@ -1,5 +1,5 @@
-"""The one victim search both passes use, as scenarios; and the two passes pinned to each
-other where their rules coincide (one share that preempts within itself is a single queue)."""
+"""The one victim search of the pass, as scenarios; and the single queue pinned to a quota
+share where their rules coincide (one share that preempts within itself is a single queue)."""
 
 from dataclasses import dataclass, field
 
@@ -8,9 +8,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, Share, Strategy, WaitingJob, plan
+from job_queue.scheduler import (
+    ActiveJob,
+    Policy,
+    Share,
+    ShareLedger,
+    Strategy,
+    WaitingJob,
+    plan,
+)
 from job_queue.scheduler.order import preemption_candidates
-from job_queue.scheduler.victims import MissingInstances, choose_victims
+from job_queue.scheduler.room import Room
+from job_queue.scheduler.victims import choose_victims
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
@@ -87,7 +96,11 @@ SEARCHES = [
 @pytest.mark.parametrize("s", SEARCHES, ids=[s.title for s in SEARCHES])
 def test_victim_search(s: Search):
     candidates = preemption_candidates(s.candidates, NOW, min_run_s=0)
-    room = MissingInstances(s.missing)
+    # Nothing free, and a quota that allows anything: the instances alone decide.
+    team = Share("team", {t: 99 for t in s.missing}, Strategy.RESERVE)
+    ledger = ShareLedger([team], s.candidates, default="team")
+    nothing_free = dict.fromkeys(s.missing, 0)
+    room = Room(ledger, team, s.missing, nothing_free, [], lambda ledger, job: True)
     found = choose_victims(candidates, room)
     assert (None if found is None else [v.name for v in found]) == s.victims
     if found is not None:
