@@ -36,14 +36,15 @@ Steps that change rules 1 to 6 where the policy or the layout asks for them:
 
 * **Backing off.** A job whose start was refused is passed over until it may retry: it holds
   back nobody.
-* **Backfill.** With backfill on, the first held job of a share and type reserves it from the
-  time it could start at the latest (every running job using its whole MaxRuntimeInSeconds,
-  and its share's own jobs ending as bound) instead of closing it: a later job of that share
-  and type may start on its own capacity (free instances, its own warm pool, or pools
-  released for it) if it fits now and is bound to end before that time (EASY backfilling).
-  Behind a reservation, jobs only backfill; they neither reclaim, borrow nor preempt. Jobs
-  of other shares are not held back: they start on their own share's capacity, which the
-  held job could not have, or borrow what a reclaim would give back to it.
+* **Backfill.** With backfill on, the first held job of a share and type reserves it, instead
+  of closing it, from the time the instances it needs are there at the latest (every running
+  job, of any share, using its whole MaxRuntimeInSeconds): a later job of that share and type
+  may start on its share's own capacity (free instances, its own warm pool, or pools released
+  for it) if it fits now and is bound to end before that time (EASY backfilling), so it
+  cannot delay the held job. Behind a reservation, jobs only backfill; they neither reclaim,
+  borrow nor preempt. Jobs of other shares are not held back: they start on their own
+  share's capacity, which the held job could not have, or borrow what a reclaim would give
+  back to it.
 * **Warm affinity.** With the policy's ``warm_affinity_s``, a job that would have pools
   released for it first lets the later jobs of its share, priority and type that match an
   idle pool start on it — ahead of it, never ahead of a higher priority, and not once it has
@@ -269,7 +270,7 @@ class Planner(PassState):
         backfill, may use its share's free instances until it could start."""
         for placed in [job, *self._alternatives.pop(job.name, ())]:
             keys = [(share.name, itype) for itype in placed.demand]
-            shadow = self._latest_start(placed, share) if self._policy.backfill else math.inf
+            shadow = self._latest_start(placed) if self._policy.backfill else math.inf
             if shadow == math.inf:
                 self._held.update(keys)
                 continue
@@ -352,29 +353,20 @@ class Planner(PassState):
 
     # -- backfill: when a held job could start at the latest ------------------------------
 
-    def _latest_start(self, job: WaitingJob, share: Share) -> float:
-        """Running jobs end by their bound, stopping ones now: when the instances are there,
-        and when its share's own jobs have left it room. Infinite when a job it waits for
-        has no bound."""
-        running = [
-            (self._bound_end(a), a.demand, self._owner(a))
-            for a in self._running
-            if a.name not in self._victims
+    def _latest_start(self, job: WaitingJob) -> float:
+        """When the instances the job needs are there at the latest: running jobs (of any
+        share) end by their bound, stopping ones now. A later job that ends before then
+        cannot delay it, whatever the quota rules say (they only ever make it start later).
+        Infinite when a job it waits for has no bound."""
+        ends = [
+            (self._bound_end(a), a.demand) for a in self._running if a.name not in self._victims
         ]
-        ends = running + self._started_ends
+        ends += [(end, demand) for end, demand, _ in self._started_ends]
         latest = self._now
         for itype, need in job.demand.items():
             have = self._free[itype] + self._releasing[itype] + self._pools.instances(itype)
-            typed = [(end, demand[itype], owner) for end, demand, owner in ends if itype in demand]
-            latest = max(latest, latest_start(self._now, need, have, [e[:2] for e in typed]))
-            own_pools = self._pools.of_types([itype])
-            room = self._ledger.idle(share.name, itype) + sum(
-                p.demand[itype] for p in own_pools if self._owner(p) == share.name
-            )
-            own = [(end, count) for end, count, owner in typed if owner == share.name]
-            latest = max(latest, latest_start(self._now, need, room, own))
-            if latest == math.inf:
-                break
+            typed = [(end, demand[itype]) for end, demand in ends if itype in demand]
+            latest = max(latest, latest_start(self._now, need, have, typed))
         return latest
 
     # -- warm affinity ---------------------------------------------------------------------

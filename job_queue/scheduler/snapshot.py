@@ -27,10 +27,10 @@ class Policy:
         preempted, so that a job is not stopped again and again before it gets anywhere.
         A waiting job that needs it waits; the next pass after the protection ends (the
         scheduled sweep, at most a minute later) may preempt it.
-    warm_affinity_s: in the single queue, a job of the highest waiting priority of its type
-        that matches an idle warm pool may start on it ahead of earlier jobs of that
-        priority that have waited less than this since their submission (0: strict order;
-        math.inf: no bound).
+    warm_affinity_s: a job of the highest waiting priority of its type (and share) that
+        matches an idle warm pool (its share's) may start on it ahead of earlier jobs of that
+        priority (and share) that have waited less than this since their submission (0:
+        strict order; math.inf: no bound).
     """
 
     preemption: bool = True
