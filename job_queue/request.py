@@ -17,7 +17,9 @@ from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Checkpointing, Demand
 
 MAX_BODY_BYTES = 256 * 1024
-JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# A queued job's name: a SageMaker job name, or an AWS Batch job name (which may have
+# underscores and up to 128 characters; the queue derives the SageMaker name from it).
+JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$")
 REQUIRED_FIELDS = (
     "TrainingJobName",
     "RoleArn",
@@ -85,8 +87,9 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
     if not isinstance(job_name, str) or not JOB_NAME_PATTERN.match(job_name):
         raise InvalidRequest.of(
             "TrainingJobName",
-            f"{job_name!r} is not a valid SageMaker job name: 1-63 letters, digits and "
-            "hyphens, starting and ending with a letter or digit",
+            f"{job_name!r} is not a valid job name: a SageMaker job name (1-63 letters, "
+            "digits and hyphens) or an AWS Batch one (1-128 letters, digits, hyphens and "
+            "underscores), starting with a letter or digit",
         )
     role = request["RoleArn"]
     if not isinstance(role, str) or not role.startswith("arn:"):

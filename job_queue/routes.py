@@ -69,6 +69,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         places = zip(waiting, listing.positions, strict=True)
         rows += [waiting_row(j, p, now, plans, expected.get(j.name)) for j, p in places]
         answer = {
+            "queue": service.settings.queue_name,
             "jobs": rows,
             "next_token": listing.next_token,
             "waiting": listing.waiting_total,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,18 +21,35 @@ _THROTTLING_CODES = {"ThrottlingException", "Throttling", "TooManyRequestsExcept
 _CAPACITY_FAILURE_MARKERS = ("CapacityError", "InsufficientInstanceCapacity")
 
 
+SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+def sagemaker_name(job_name: str) -> str:
+    """The SageMaker job name a queued job's first attempt runs under: its own name when that
+    is a valid SageMaker name; for an AWS Batch-style name (underscores, up to 128
+    characters) one derived from it — underscores to hyphens, cut to fit, and a hash of the
+    whole name, so that two names that differ only there stay apart (``qs1_job_high`` runs
+    as ``qs1-job-high-<hash>``)."""
+    if SAGEMAKER_NAME.match(job_name):
+        return job_name
+    digest = hashlib.sha256(job_name.encode()).hexdigest()[:6]
+    base = re.sub(r"-+", "-", job_name.replace("_", "-")).strip("-")
+    return base[: 63 - 7].rstrip("-") + f"-{digest}"
+
+
 def attempt_name(job_name: str, seq: int, attempt: int) -> str:
     """The SageMaker job name of a job's ``attempt``-th start.
 
-    The first attempt keeps the user's name; later ones add ``-r<attempt>-<hash>`` (the hash
-    of name and submission number keeps them apart from jobs users name ``x-r2`` themselves),
-    shortening the name so the result stays within SageMaker's 63 characters.
+    The first attempt runs as :func:`sagemaker_name`; later ones add ``-r<attempt>-<hash>``
+    (the hash of name and submission number keeps them apart from jobs users name ``x-r2``
+    themselves), shortening the name so the result stays within SageMaker's 63 characters.
     """
+    first = sagemaker_name(job_name)
     if attempt == 1:
-        return job_name
+        return first
     digest = hashlib.sha256(f"{job_name}#{seq}".encode()).hexdigest()[:6]
     suffix = f"-r{attempt}-{digest}"
-    return job_name[: 63 - len(suffix)].rstrip("-") + suffix
+    return first[: 63 - len(suffix)].rstrip("-") + suffix
 
 
 def is_capacity_failure(reason: str | None) -> bool:

@@ -10,6 +10,7 @@ from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.outlook import Outlook
 from job_queue.plans import NOT_READ
+from job_queue.sagemaker import attempt_name
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.scheduler.reservations import ENDED, TrainingPlan
@@ -114,7 +115,9 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         "waiting_seconds": round(
             (job.first_started_at or job.ended_at or now) - job.submitted_at, 1
         ),
-        "sagemaker_job_name": job.attempt_name,
+        # The current attempt's SageMaker job, or the one its next attempt will run as.
+        "sagemaker_job_name": job.attempt_name
+        or attempt_name(job.name, job.seq, len(job.attempts) + 1),
         "training_plan": job.training_plan if job.state.holds_instances else None,
         "keep_alive_seconds": job.keep_alive,
         "checkpoint": None if job.checkpoint is None else str(job.checkpoint),

@@ -10,11 +10,18 @@
 * :mod:`tjq.local` — the whole queue on one machine, with AWS emulated.
 """
 
-__all__ = ["QueueClient", "QueueTrainingJobSession", "TrainingQueue", "reroute"]
+__all__ = [
+    "QueueClient",
+    "QueueTrainingJobSession",
+    "TrainingQueue",
+    "TrainingQueuedJob",
+    "reroute",
+]
 
 _HOMES = {
     "QueueTrainingJobSession": "tjq.session",
     "TrainingQueue": "tjq.training_queue",
+    "TrainingQueuedJob": "tjq.training_queue",
     "reroute": "tjq.route",
     "QueueClient": "tjq.api",
 }

@@ -1,10 +1,13 @@
 """`TrainingQueue`: the queue in the shape of the SDK's AWS Batch ``TrainingQueue``.
 
 An AWS Batch user writes ``from sagemaker.train.aws_batch.training_queue import
-TrainingQueue``; here, ``from tjq import TrainingQueue`` and the same calls: ``submit``
-(a v3 ``ModelTrainer`` or a v2 ``Estimator``), ``map``, ``list_jobs``, ``get_job``, and the
-returned job's ``describe``, ``update``, ``terminate``, ``wait``, ``result`` and
-``get_model_trainer``. The queue is the API, so it is named by its URL, not a queue name.
+TrainingQueue``; here, ``from tjq import TrainingQueue`` and the same calls: ``TrainingQueue(
+queue_name)``, ``submit`` (a v3 ``ModelTrainer`` or a v2 ``Estimator``), ``map``,
+``list_jobs``, ``list_jobs_by_share``, ``get_job``, and the returned job's (a
+``TrainingQueuedJob``) ``describe``, ``update``, ``terminate``, ``wait``, ``result`` and
+``get_model_trainer``. A queue is found by its name (:mod:`tjq.queue_lookup`), or given by its
+API's URL. Job names may be AWS Batch job names (underscores, up to 128 characters): the
+queue derives the SageMaker job name from them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tjq import sdk_objects
 from tjq.api import QueueClient
 from tjq.errors import JobNotFound, JobNotStarted
 from tjq.progress import FINISHED, describe_state, expected_text
+from tjq.queue_lookup import find_queue, is_url
 from tjq.route import check_tags, checkpointing, integer_priority
 
 # The statuses AWS Batch reports, for the queue's states (the job's ``state`` is the
@@ -45,14 +49,16 @@ class TrainingQueue:
 
         from tjq import TrainingQueue
 
-        queue = TrainingQueue()                     # SMQ_API_URL from the environment
+        queue = TrainingQueue("training-job-queue")  # the stack's name (or SMQ_API_URL's)
         job = queue.submit(model_trainer, inputs, priority=5, quota_share_name="vision")
         job.result()                                # waits; raises if the job failed
+
+    ``TrainingQueue()`` uses ``SMQ_API_URL``; ``TrainingQueue("https://...")`` that URL.
     """
 
     def __init__(
         self,
-        api_url: str | None = None,
+        queue_name: str | None = None,
         *,
         api_id: str | None = None,
         boto_session: boto3.Session | None = None,
@@ -61,9 +67,14 @@ class TrainingQueue:
         out: Callable[[str], None] = print,
     ) -> None:
         self.boto_session = boto_session or boto3.Session()
-        self.queue = queue or QueueClient.from_environment(
-            api_url, api_id=api_id, boto_session=self.boto_session
-        )
+        by_name = queue is None and queue_name is not None and not is_url(queue_name)
+        self.queue_name = queue_name if by_name else None
+        if by_name:
+            self.queue = find_queue(queue_name, self.boto_session, api_id=api_id)
+        else:
+            self.queue = queue or QueueClient.from_environment(
+                queue_name, api_id=api_id, boto_session=self.boto_session
+            )
         self.poll_seconds = poll_seconds
         self._out = out
 
@@ -72,22 +83,31 @@ class TrainingQueue:
         training_job,
         inputs=None,
         job_name: str | None = None,
+        retry_config: dict | None = None,
         priority: int | None = None,
         share_identifier: str | None = None,
-        quota_share_name: str | None = None,
+        timeout: dict | None = None,
         tags: dict[str, str] | None = None,
+        quota_share_name: str | None = None,
+        preemption_config: dict | None = None,
         *,
         checkpoint: str | int | None = None,
         name_suffix: str = "",
     ) -> QueuedJob:
-        """Queue ``training_job`` (a ``ModelTrainer`` or an ``Estimator``) with ``inputs``.
+        """Queue ``training_job`` (a ``ModelTrainer`` or an ``Estimator``) with ``inputs``,
+        as the SDK's AWS Batch ``TrainingQueue.submit`` (the same parameters, in its order).
 
-        ``priority`` and the share (``quota_share_name``, or ``share_identifier``: the queue
-        has one kind of share) replace the job's own ``priority`` / ``share`` tags; ``tags``
-        are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or seconds) sets
-        its ``checkpoint`` tag, how it saves its progress. Checked before anything is
-        uploaded.
+        ``job_name`` may be an AWS Batch job name (the SageMaker job gets a name derived from
+        it). ``priority`` and the share (``quota_share_name``, or ``share_identifier``: the
+        queue has one kind of share) replace the job's own ``priority`` / ``share`` tags;
+        ``tags`` are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or
+        seconds) sets its ``checkpoint`` tag, how it saves its progress. Batch's
+        ``retry_config``, ``timeout`` and ``preemption_config`` have no meaning here and are
+        refused if given. Checked before anything is uploaded.
         """
+        _refuse_batch_only(
+            retry_config=retry_config, timeout=timeout, preemption_config=preemption_config
+        )
         sdk_objects.check_mode(training_job)  # and its kind: TypeError for anything else
         if share_identifier is not None and quota_share_name is not None:
             raise ValueError("give share_identifier or quota_share_name, not both")
@@ -117,13 +137,16 @@ class TrainingQueue:
         training_job,
         inputs: list,
         job_names: list[str] | None = None,
+        retry_config: dict | None = None,
         priority: int | None = None,
         share_identifier: str | None = None,
-        quota_share_name: str | None = None,
+        timeout: dict | None = None,
         tags: dict[str, str] | None = None,
+        quota_share_name: str | None = None,
     ) -> list[QueuedJob]:
         """One job per element of ``inputs``, named by ``job_names`` if given (otherwise as
         the SDK names them, with ``-1``, ``-2`` ... appended)."""
+        _refuse_batch_only(retry_config=retry_config, timeout=timeout)
         if job_names is not None and len(job_names) != len(inputs):
             raise ValueError(
                 f"{len(job_names)} job names for {len(inputs)} inputs: give one name per input"
@@ -134,10 +157,10 @@ class TrainingQueue:
                 training_job,
                 value,
                 name,
-                priority,
-                share_identifier,
-                quota_share_name,
-                tags,
+                priority=priority,
+                share_identifier=share_identifier,
+                tags=tags,
+                quota_share_name=quota_share_name,
                 name_suffix="" if name else f"-{index}",
             )
             for index, (value, name) in enumerate(zip(inputs, names, strict=True), start=1)
@@ -157,6 +180,27 @@ class TrainingQueue:
             QueuedJob(self, row["name"])
             for row in self.queue.all_jobs()
             if wanted is None or row["state"] in wanted
+        ]
+
+    def list_jobs_by_share(
+        self,
+        status: str | None = None,
+        share_identifier: str | None = None,
+        quota_share_name: str | None = None,
+    ) -> list[QueuedJob]:
+        """The jobs of one share in the queue now (``quota_share_name``, or
+        ``share_identifier``: the queue has one kind of share), of ``status`` if given (as in
+        :meth:`list_jobs`)."""
+        if share_identifier is not None and quota_share_name is not None:
+            raise ValueError("give share_identifier or quota_share_name, not both")
+        share = quota_share_name if quota_share_name is not None else share_identifier
+        if share is None:
+            raise ValueError("list_jobs_by_share needs quota_share_name= (or share_identifier=)")
+        wanted = _states_for(status)
+        return [
+            QueuedJob(self, row["name"])
+            for row in self.queue.all_jobs()
+            if row.get("share") == share and (wanted is None or row["state"] in wanted)
         ]
 
     def get_job(self, name: str) -> QueuedJob:
@@ -227,6 +271,20 @@ class QueuedJob:
             queue=self.queue.queue, boto_session=self.queue.boto_session, out=self.queue._out
         )
         return sdk_objects.model_trainer_of(self.job_name, session)
+
+
+# The SDK's name for a queued job's class.
+TrainingQueuedJob = QueuedJob
+
+
+def _refuse_batch_only(**given) -> None:
+    """Batch's own settings the queue has no use for: refused, never silently dropped."""
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(
+                f"{name}= is AWS Batch's setting and has no meaning for this queue; leave it "
+                "out (a preempted job always resumes; a job's MaxRuntimeInSeconds bounds it)"
+            )
 
 
 def _why(job: dict) -> str | None:

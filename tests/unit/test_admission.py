@@ -114,9 +114,9 @@ def test_a_job_only_on_uncapped_types_is_refused_naming_the_field():
 HEADER = "name,submit_s,duration_s,priority,instance_type,instance_count,max_runtime_s"
 QUEUE_REFUSES = [
     (
-        "a name SageMaker refuses",
-        "job_1,0,60,0,ml.p5.48xlarge,1,",
-        "line 2, column name: 'job_1' is not a valid SageMaker job name",
+        "a name neither SageMaker nor AWS Batch takes",
+        "job.1,0,60,0,ml.p5.48xlarge,1,",
+        "line 2, column name: 'job.1' is not a valid job name",
     ),
     (
         "a priority beyond the queue's range",

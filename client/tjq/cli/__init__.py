@@ -143,6 +143,12 @@ def _parser() -> argparse.ArgumentParser:
     local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
     local.add_argument("--port", type=int, default=8080)
     local.add_argument(
+        "--name",
+        type=arguments.queue_name,
+        default="training-job-queue",
+        help="the queue's name, as TrainingQueue(name) finds it (default: training-job-queue)",
+    )
+    local.add_argument(
         "--capacity",
         type=arguments.capacity,
         action="append",

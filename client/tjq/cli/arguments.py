@@ -89,3 +89,12 @@ def positive_seconds(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
     return value
+
+
+def queue_name(text: str) -> str:
+    from tjq.queue_lookup import check_queue_name
+
+    try:
+        return check_queue_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

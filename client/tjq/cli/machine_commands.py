@@ -38,6 +38,7 @@ def local_api(args) -> int:
         capacity = {**total_capacity(shares), **uncapped}
     roles = tuple(args.allowed_role) if args.allowed_role else ()
     local = LocalApi(
+        queue_name=args.name,
         shares=shares,
         default_share=args.default_share,
         port=args.port,
@@ -59,7 +60,7 @@ def local_api(args) -> int:
         local.start()
     except OSError as exc:
         return fail(f"cannot listen on port {args.port}: {exc.strerror}")
-    print("training-job-queue local API is up. In the shell that runs your training script:\n")
+    print(f"queue {args.name}: local API is up. In the shell that runs your training script:\n")
     for name, value in local.environment().items():
         print(f"export {name}={value}")
     pool = ", ".join(_capacity_text(t, n) for t, n in capacity.items())
