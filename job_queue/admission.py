@@ -31,16 +31,13 @@ def admit(submission: Submission, layout: Layout, where: str = "this queue") -> 
     its share; InvalidRequest naming the field otherwise."""
     demand = {t: n for t, n in submission.demand.items() if t not in layout.uncapped}
     helpers = {t: n for t, n in submission.demand.items() if t in layout.uncapped}
-    if not demand:
-        type_field, _ = submission.instance_fields
-        types = ", ".join(sorted(helpers))
-        raise InvalidRequest.of(
-            type_field,
-            f"{types} is uncapped in {where}: a job with no capped instances needs no queue; "
-            "start it straight in SageMaker",
-        )
     counted = replace(submission, demand=demand)
     check_fit(counted, layout, where)
+    if not demand:
+        # Only uncapped instances (a CPU preprocessing job): it starts at once, counted
+        # against nothing; a share it names must still exist.
+        named = submission.share or layout.default_share
+        return Admitted(share_for(counted, layout, where) if named else None, demand, helpers)
     return Admitted(share_for(counted, layout, where), demand, helpers)
 
 

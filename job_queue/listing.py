@@ -11,6 +11,7 @@ from job_queue.config import Layout, Settings
 from job_queue.scheduler import WaitingJob, positions
 from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.store import DynamoJobStore, Holders
+from job_queue.store.table import UNCAPPED
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ def list_page(
     start = paging.page_start(token)
     # Jobs without a share too: queued before shares were set, they still wait.
     partitions = [None, *(s.name for s in layout.shares)]
-    types = list(layout.capacity)
+    # Jobs on uncapped types only wait only while a refused start backs off: shown too.
+    types = [*layout.capacity, *([UNCAPPED] if layout.uncapped else [])]
     reader = store.waiting(types, shares=partitions, after=start.after)
     page = list(itertools.islice(reader, limit + 1))
     more = len(page) > limit

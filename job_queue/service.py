@@ -37,6 +37,7 @@ from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.share_config import dumps_shares
 from job_queue.store import DynamoJobStore, Holders
+from job_queue.store.table import UNCAPPED
 
 logger = Logger(child=True)
 
@@ -370,9 +371,14 @@ class QueueService:
             LostWork(now, self._saved_at),
             layout.shares,
         )
+        partitions = [s.name for s in layout.shares] or [None]
+        if layout.uncapped:
+            # Jobs on uncapped types only start at once, whatever waits for capped ones.
+            shares = list(dict.fromkeys([None, *partitions]))
+            for waiting in self.store.waiting([UNCAPPED], shares=shares, multi=False):
+                planner.offer(waiting)
         # The planner says which instance types are still open, so the store stops reading
         # a type's queue once a job of that type is held back.
-        partitions = [s.name for s in layout.shares] or [None]
         for waiting in self.store.waiting(list(layout.capacity), planner.is_open, partitions):
             planner.offer(waiting)
             if not planner.open_types:

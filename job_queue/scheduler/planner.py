@@ -9,6 +9,8 @@ instances allow.
 
 Rules, in queue order (priority high to low, then submission order), for each job:
 
+0. **Nothing capped.** A job that needs no instances of a capped type (a CPU job on uncapped
+   types only) starts at once: nothing counts it, and nothing holds it back.
 1. **Warm pool.** A job whose configuration matches an idle warm pool its own share left
    starts on it (the oldest), if its share has room for it without that pool.
 2. **Own capacity.** Otherwise it starts on free instances if its share's limit has room (a
@@ -123,9 +125,14 @@ class Planner(PassState):
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""
+        if job.not_before > self._now:
+            return  # backing off after a refused start
+        if not job.demand:
+            self._starts.append(job)  # rule 0: nothing counts it, nothing holds it back
+            return
         share = self._share_of(job.share)
-        if job.not_before > self._now or share is None:
-            return  # backing off, or its share no longer exists: it cannot start
+        if share is None:
+            return  # its share no longer exists: it cannot start
         placed = self._place(job, share)
         if placed is None:
             return  # it waits for a training plan that could take it
@@ -302,10 +309,9 @@ class Planner(PassState):
             return
         if pool is not None:
             self._start_on(job, pool, share)
-        elif self._ledger.grant(share, job.demand, borrow=False):
-            if self._has_room(share, job.demand, soon=False):
-                self._start(job, share)
-                return
+        elif self._has_room(share, job.demand, soon=False):
+            self._start(job, share)
+        else:
             pools = self._search(job, share, self._releasable_pools(job, share), soon=False)
             if pools is not None:
                 self._admit(job, share, pools)

@@ -121,8 +121,10 @@ class TableReads:
         is_open: Callable[[str, str | None], bool] | None = None,
         shares: Sequence[str | None] = (None,),
         after: tuple[int, int] | None = None,
+        multi: bool = True,
     ) -> Iterator[WaitingJob]:
-        """Waiting jobs of these instance types and shares (None: jobs without a share) in
+        """Waiting jobs of these instance types (and, with ``multi``, jobs that need several;
+        ``-``: jobs that need none that is capped) and shares (None: jobs without a share) in
         queue order, read lazily page by page (``after``: only those behind the job of that
         priority and seq).
 
@@ -130,7 +132,8 @@ class TableReads:
         are still worth reading: a closed one is read no further.
         """
         start = None if after is None else table.order_key(*after)
-        partitions = [(t, s) for s in shares for t in [*instance_types, MULTI_TYPE]]
+        types = [*instance_types, MULTI_TYPE] if multi else list(instance_types)
+        partitions = [(t, s) for s in shares for t in types]
 
         def wanted(itype: str, share: str | None) -> bool:
             return is_open is None or is_open(itype, share)

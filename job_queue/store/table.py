@@ -30,7 +30,8 @@ from job_queue.models import MAX_PRIORITY, Demand
 
 POOL_KEY = {"pk": "POOL", "sk": "POOL"}
 SEQ_KEY = {"pk": "SEQ", "sk": "SEQ"}
-MULTI_TYPE = "*"
+MULTI_TYPE = "*"  # the waiting partition of jobs that need several capped types
+UNCAPPED = "-"  # of jobs that need no capped instances (they start at once)
 
 # The table as the template declares it (tests check the two agree).
 KEY_SCHEMA = [
@@ -62,7 +63,10 @@ def partition(itype: str, share: str | None = None) -> str:
 
 
 def queue_partition(demand: Demand, share: str | None = None) -> str:
-    """The waiting partition of a job: by instance type (``*``: several), and share."""
+    """The waiting partition of a job: by instance type (``*``: several; ``-``: none that
+    is capped), and share."""
+    if not demand:
+        return partition(UNCAPPED, share)
     return partition(next(iter(demand)) if len(demand) == 1 else MULTI_TYPE, share)
 
 

@@ -185,19 +185,19 @@ def test_shares_and_capacity_together_or_a_bad_shares_file_are_refused(capsys, t
     assert code == 1 and "borrow_limit applies only to LEND_AND_BORROW shares" in err
 
 
-def test_an_uncapped_type_is_accepted_and_its_single_type_rows_refused_as_the_queue_does(
-    capsys, tmp_path
-):
+def test_a_row_on_an_uncapped_type_starts_at_its_submission_as_in_the_queue(capsys, tmp_path):
     workload = tmp_path / "w.csv"
     workload.write_text(
         "name,submit_s,duration_s,priority,instance_type,instance_count\n"
         "gpu,0,60,0,ml.p5.48xlarge,1\n"
-        "cpu,0,60,0,ml.c5.18xlarge,4\n"
+        "gpu-2,0,60,0,ml.p5.48xlarge,1\n"
+        "cpu,10,60,0,ml.c5.18xlarge,4\n"
     )
-    argv = ["simulate", str(workload), "--capacity", "ml.p5.48xlarge=1"]
-    code, _, err = smq(capsys, *argv, "--capacity", "ml.c5.18xlarge=unlimited")
-    assert code == 1
-    assert "line 3, column instance_type: ml.c5.18xlarge is uncapped in the replay" in err
+    argv = ["simulate", str(workload), "--capacity", "ml.p5.48xlarge=1", "--json"]
+    code, out, _ = smq(capsys, *argv, "--capacity", "ml.c5.18xlarge=unlimited")
+    assert code == 0
+    jobs = {job["name"]: job for job in json.loads(out)["jobs"]}
+    assert (jobs["cpu"]["first_start_s"], jobs["gpu-2"]["first_start_s"]) == (10, 60)
 
 
 def test_a_misspelt_unlimited_is_a_usage_error(capsys, workload):

@@ -1,6 +1,7 @@
 """Whether a job could ever run: one set of rules for the live queue and the simulator."""
 
 import io
+from dataclasses import replace
 
 import pytest
 from tjq.local.cloud import ROLE_ARN, training_request
@@ -104,11 +105,18 @@ def test_uncapped_helper_groups_are_carried_but_never_counted():
     assert admitted.helpers == {C5: 200}
 
 
-def test_a_job_only_on_uncapped_types_is_refused_naming_the_field():
-    with pytest.raises(InvalidRequest) as refused:
-        admit(_grouped(cpu=(C5, 2)), WITH_HELPERS)
-    assert refused.value.field == "ResourceConfig.InstanceGroups"
-    assert "ml.c5.18xlarge is uncapped in this queue" in str(refused.value)
+def test_a_job_only_on_uncapped_types_is_admitted_counting_nothing():
+    admitted = admit(_grouped(cpu=(C5, 2), more=(C5, 500)), WITH_HELPERS)
+    assert (admitted.demand, admitted.helpers, admitted.share) == ({}, {C5: 502}, None)
+
+
+def test_with_shares_a_job_only_on_uncapped_types_needs_no_share_but_one_it_names_exists():
+    layout = Layout({P5: 3}, SHARES, uncapped=frozenset({C5}))
+    assert admit(_grouped(cpu=(C5, 2)), layout).share is None
+    named = _grouped(cpu=(C5, 2))
+    with pytest.raises(InvalidRequest, match="share 'gone' does not exist"):
+        admit(replace(named, share="gone"), layout)
+    assert admit(replace(named, share="prod"), layout).share == "prod"
 
 
 HEADER = "name,submit_s,duration_s,priority,instance_type,instance_count,max_runtime_s"

@@ -1,7 +1,7 @@
 """The scheduling rules, as scenarios. Each row: what runs, what waits, what should happen."""
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -310,3 +310,12 @@ def test_backfill_looks_only_so_far_behind_a_reservation():
         assert P5 in planner.open_types
         planner.offer(waiting(f"long{i}", 0, max_runtime=10_000))
     assert planner.open_types == frozenset()
+
+
+def test_a_job_that_needs_no_capped_instances_starts_at_once_whatever_waits():
+    cpu = WaitingJob("cpu", 0, 50, {}, helpers={"ml.c5.18xlarge": 40}, share="gone")
+    planner = Planner([running("a", 9)], {P5: 1}, NOW)
+    planner.offer(waiting("held", 1))  # cannot preempt priority 9: P5 is closed behind it
+    planner.offer(replace(cpu, not_before=NOW + 60))  # backing off: not yet
+    planner.offer(cpu)
+    assert [j.name for j in planner.plan().starts] == ["cpu"]

@@ -249,3 +249,23 @@ def test_shares_borrow_reclaim_and_report_per_share():
 def test_bad_share_column_names_the_line(row, message):
     with pytest.raises(WorkloadError, match=re.escape(message)):
         parse_workload(io.StringIO(f"{HEADER},share\n{row}"), {G5: 3}, SHARES)
+
+
+C5 = "ml.c5.18xlarge"
+
+
+def test_a_row_on_an_uncapped_type_starts_at_its_submission_and_counts_against_nothing():
+    rows = "\n".join(
+        [
+            "gpu,0,600,1,ml.p5.48xlarge,1",
+            "gpu-waits,0,600,1,ml.p5.48xlarge,1",
+            "cpu,100,300,0,ml.c5.18xlarge,40",
+        ]
+    )
+    jobs = parse_workload(io.StringIO(f"{HEADER}\n{rows}"), {P5: 1}, uncapped=frozenset({C5}))
+    answer = report(simulate(jobs, SimSettings({P5: 1}, uncapped=frozenset({C5}))))
+    starts = {n: (j["first_start_s"], j["end_s"]) for n, j in by_name(answer).items()}
+    # Behind a GPU job that waits, and at a lower priority, the CPU job starts at once.
+    assert starts == {"gpu": (0, 600), "gpu-waits": (600, 1200), "cpu": (100, 400)}
+    # Its 40 instances are counted nowhere: utilization is the p5's alone.
+    assert answer["metrics"]["utilization"] == 1.0

@@ -72,6 +72,17 @@ class Scenario:
 
 SINGLE_QUEUE = [
     Scenario(
+        "behind a reservation, a short job has an idle pool it does not match released for it",
+        waiting=[
+            waiting("gang", instances=2, key="g", seq=1),
+            waiting("short", key="b", max_runtime=100, seq=2),
+        ],
+        pools=[pool("done", key="a")],
+        active=[running("a", started=NOW)],
+        starts=["short"],
+        released=["done"],
+    ),
+    Scenario(
         "a job starts on the idle pool of its configuration",
         waiting=[waiting("next", key="a")],
         pools=[pool("done", key="a")],

@@ -161,6 +161,7 @@ def simulate(args) -> int:
         warm_start_latency=args.warm_start_latency,
         keep_alive_s=args.keep_alive,
         plans=plans,
+        uncapped=uncapped,
         policy=Policy(
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -112,6 +113,7 @@ class _Replay:
         self.events: list[tuple[float, int, int, int, int]] = []
         self.counter = 0
         self.waiting_keys: list[tuple[int, int]] = []  # (-priority, seq), sorted
+        self.uncapped_keys: list[tuple[int, int]] = []  # jobs on uncapped types only
         self.waiting: dict[tuple[int, int], int] = {}
         # How many waiting jobs need n instances of a type: for idle_while_waiting.
         self.waiting_sizes: dict[str, Counter[int]] = {t: Counter() for t in self.capacity}
@@ -121,11 +123,12 @@ class _Replay:
                 job.name,
                 job.priority,
                 self.seq[i],
-                job.demand,
+                self._counted(job),
                 submitted_at=job.submit_s,
                 max_runtime=job.max_runtime_s,
                 share=job.share if settings.shares else None,
                 warm_key=job.configuration,
+                helpers={} if self._counted(job) else job.demand,
             )
             for i, job in enumerate(jobs)
         ]
@@ -190,10 +193,17 @@ class _Replay:
 
     def _enqueue(self, index: int) -> None:
         key = queue_order(self.waiting_view[index])
-        bisect.insort(self.waiting_keys, key)
         self.waiting[key] = index
         spec = self.results[index].spec
+        if not self._counted(spec):
+            bisect.insort(self.uncapped_keys, key)
+            return
+        bisect.insort(self.waiting_keys, key)
         self.waiting_sizes[spec.instance_type][spec.instance_count] += 1
+
+    def _counted(self, spec: WorkloadJob) -> dict[str, int]:
+        """The instances of a row that count (none, on an uncapped type)."""
+        return {} if spec.instance_type in self.settings.uncapped else spec.demand
 
     def _is_current(self, index: int, number: int) -> bool:
         _, attempt = self.active.get(index, (None, None))
@@ -230,9 +240,11 @@ class _Replay:
     def _schedule(self, now: float) -> None:
         self._now = now  # for _saved_at
         self._expire_pools(now)
+        # Jobs on uncapped types first: they start at once, whatever waits for capacity.
+        keys = itertools.chain(self.uncapped_keys, self.waiting_keys)
         decided = self.decide(
             list(self.active_view.values()),
-            (self.waiting_view[self.waiting[key]] for key in self.waiting_keys),
+            (self.waiting_view[self.waiting[key]] for key in keys),
             self.capacity,
             now,
             self.settings.policy,
@@ -267,11 +279,14 @@ class _Replay:
         result = self.results[index]
         spec = result.spec
         key = queue_order(self.waiting_view[index])
-        del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
-        sizes = self.waiting_sizes[spec.instance_type]
-        sizes[spec.instance_count] -= 1
-        if not sizes[spec.instance_count]:
-            del sizes[spec.instance_count]
+        if self._counted(spec):
+            del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
+            sizes = self.waiting_sizes[spec.instance_type]
+            sizes[spec.instance_count] -= 1
+            if not sizes[spec.instance_count]:
+                del sizes[spec.instance_count]
+        else:
+            self.uncapped_keys.remove(key)
         latency = self.settings.warm_start_latency if warm else self.settings.start_latency
         attempt = AttemptRecord(
             spec.name, len(result.attempts) + 1, now, warm=warm, latency=latency
@@ -312,7 +327,7 @@ class _Replay:
             spec.name,
             spec.priority,
             self.seq[index],
-            spec.demand,
+            self._counted(spec),
             state,
             attempt.start,
             max_runtime=spec.max_runtime_s,
@@ -335,8 +350,8 @@ class _Replay:
     def _leave_pool(self, index: int, attempt: AttemptRecord, now: float) -> None:
         spec = self.results[index].spec
         keep_alive = self.settings.keep_alive_s if spec.keep_alive_s is None else spec.keep_alive_s
-        if not keep_alive:
-            return
+        if not keep_alive or not self._counted(spec):
+            return  # no pool, or one of instances nobody counts
         name = f"{spec.name}#{attempt.number}"
         share = spec.share if self.settings.shares else None
         pool = WarmPool(

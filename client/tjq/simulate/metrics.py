@@ -68,6 +68,8 @@ def report(result: SimResult) -> dict:
                 **({"share": spec.share} if result.settings.shares else {}),
             }
         )
+        if spec.instance_type in result.settings.uncapped:
+            continue  # on instances the capacity does not count
         held += sum((a.end - a.start) * spec.instance_count for a in job.attempts if a.end)
         if job.state is JobState.COMPLETED:
             useful += spec.duration_s * spec.instance_count

@@ -24,6 +24,7 @@ class SimSettings:
     keep_alive_s: float = 0.0  # the KeepAliveSeconds setting: for jobs that set none
     warm_start_latency: float = 0.0
     plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity (simulated times)
+    uncapped: frozenset[str] = frozenset()  # types counted against nothing: jobs start at once
 
 
 @dataclass
