@@ -13,25 +13,48 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import statistics
 from dataclasses import replace
 
 from quality import HERE
 from tabulate import tabulate
 from tjq.simulate.baselines import blog_decision
-from tjq.simulate.engine import SimSettings, simulate
+from tjq.simulate.engine import SimSettings, queue_decision, simulate
 from tjq.simulate.metrics import report
 from tjq.simulate.workload import read_workload
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, Strategy
 
 WORKLOAD = "philly-6214e9-week"
 COLD, WARM, STOP, KEEP_ALIVE = 300.0, 30.0, 60.0, 600.0
 DAY = 86400.0
 
 
+# The same week split between two teams that lend each other what they do not use: each
+# job's team is a seeded draw; limits 22 and 21 of the 43 instances. Each team runs under
+# its own role, so a pool matches only its own team's jobs of the same configuration.
+TEAMS = {"team-a": 22, "team-b": 21}
+
+
+def team_shares() -> tuple[Share, ...]:
+    return tuple(
+        Share(name, {"ml.p5.48xlarge": limit}, Strategy.LEND_AND_BORROW, in_share_preemption=True)
+        for name, limit in TEAMS.items()
+    )
+
+
+def with_teams(jobs):
+    draw = random.Random(20261202)
+    teams = [draw.choice(list(TEAMS)) for _ in jobs]
+    return [
+        replace(job, share=team, warm_key=f"{job.warm_key}@{team}")
+        for job, team in zip(jobs, teams, strict=True)
+    ]
+
+
 def runs() -> dict:
-    """(label, keep-alive, policy, the blog's pass or None) of each run."""
+    """(label, keep-alive, policy, the blog's pass or None[, shares]) of each run."""
     return {
         "blog, no pools": (0.0, Policy(), blog_decision),
         "blog, keep-alive 60 s (pools not counted)": (60.0, Policy(), blog_decision),
@@ -44,7 +67,50 @@ def runs() -> dict:
             Policy(warm_affinity_s=math.inf),
             None,
         ),
+        "two lending shares, pools, strict order": (KEEP_ALIVE, Policy(), None, team_shares()),
+        "two lending shares, pools, warm affinity unbounded": (
+            KEEP_ALIVE,
+            Policy(warm_affinity_s=math.inf),
+            None,
+            team_shares(),
+        ),
     }
+
+
+class WantedReleases:
+    """The queue's own pass, counting the pools it releases that a job of the highest waiting
+    priority matched (a warm start given away): it reads, after each pass that releases a
+    pool, the rest of the head priority's jobs, which the pass itself may not have read."""
+
+    def __init__(self, shares=()) -> None:
+        self.count, self.shares = 0, shares
+
+    def __call__(self, active, waiting, capacity, now, policy, pools=()):
+        read: list = []
+        waiting = iter(waiting)
+        recorded = _recorded(waiting, read)
+        plan = queue_decision(active, recorded, capacity, now, policy, pools, self.shares)
+        if plan.releases:
+            started = {job.name for job in plan.starts}
+            left = [job for job in read if job.name not in started]
+            head = max((job.priority for job in left), default=None)
+            for job in waiting if head is not None else ():
+                if job.priority != head:
+                    break
+                left.append(job)
+            # (With shares, a job of the pool's share: another's may not start on it first.)
+            heads = [job for job in left if job.priority == head]
+            self.count += sum(
+                any(r.pool.matches(job) and r.pool.share == job.share for job in heads)
+                for r in plan.releases
+            )
+        return plan
+
+
+def _recorded(jobs, read: list):
+    for job in jobs:
+        read.append(job)
+        yield job
 
 
 def warm_pools() -> dict:
@@ -53,9 +119,12 @@ def warm_pools() -> dict:
     jobs = read_workload(HERE / "workloads" / f"{WORKLOAD}.csv", capacity)
     base = SimSettings(capacity, stop_latency=STOP, start_latency=COLD, warm_start_latency=WARM)
     results = {}
-    for label, (keep_alive, policy, decide) in runs().items():
-        settings = replace(base, keep_alive_s=keep_alive, policy=policy)
-        answer = report(simulate(jobs, settings, decide=decide))
+    teams = with_teams(jobs)
+    for label, (keep_alive, policy, decide, *shares) in runs().items():
+        shared = shares[0] if shares else ()
+        settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared)
+        counted = WantedReleases(shared) if decide is None else None
+        answer = report(simulate(teams if shared else jobs, settings, decide=decide or counted))
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}
         for row, job in zip(answer["jobs"], jobs, strict=True):
@@ -63,6 +132,7 @@ def warm_pools() -> dict:
                 by_key.setdefault(job.warm_key, []).append(row["wait_s"])
         results[label] = {
             **{key: metrics[key] for key in REPORTED},
+            "released_pools_a_head_job_matched": None if counted is None else counted.count,
             "mean_jct_s": metrics["jct_s"]["mean"],
             "wait_s_by_configuration": {
                 key: {"mean": statistics.fmean(waits), "max": max(waits)}
@@ -84,6 +154,10 @@ REPORTED = (
 )
 
 
+def _count(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
 def warm_pools_table(result: dict) -> str:
     pool = ", ".join(f"{n} x {t}" for t, n in result["capacity"].items())
     baseline = result["runs"]["blog, no pools"]
@@ -102,6 +176,8 @@ def warm_pools_table(result: dict) -> str:
                 f"{run['provisioning_instance_s'] / baseline['provisioning_instance_s'] - 1:+.0%}",
                 f"{run['warm_pool_instance_s'] / 3600:,.0f}",
                 f"{run['refused_starts']:,}",
+                _count(run["released_pools"]),
+                _count(run["released_pools_a_head_job_matched"]),
             )
         )
     table = tabulate(
@@ -119,6 +195,8 @@ def warm_pools_table(result: dict) -> str:
             "vs blog",
             "idle pool inst-h",
             "refused starts",
+            "released pools",
+            "of which a head job matched",
         ),
     )
     configurations = list(baseline["wait_s_by_configuration"])

@@ -4,7 +4,7 @@ of its share, priority and type that match an idle pool start on it.
 It trades strict first come, first served within one priority for fewer cold starts, and is
 bounded: never ahead of a higher priority, never for longer than the policy's
 ``warm_affinity_s`` since the deferring job's submission, and over at most the policy's
-``backfill_window`` jobs per pass. The pass (:mod:`~job_queue.scheduler.planner`) keeps the
+``affinity_window`` later jobs per pass. The pass (:mod:`~job_queue.scheduler.planner`) keeps the
 deferrals and decides the deferring jobs, in queue order, when one ends.
 """
 

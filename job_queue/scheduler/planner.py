@@ -379,14 +379,15 @@ class Planner(PassState):
 
     def _defers(self, job: WaitingJob, share: Share) -> bool:
         """While jobs of a share and type let matching jobs go first: a job of their share
-        and priority starts on its pool ahead of them, or waits behind them (True); any other
-        job ends the wait for the types it needs and is decided as usual (False)."""
+        and priority starts on its pool ahead of them, or waits behind them (True); another
+        job of their share ends the wait for the types it needs, and is decided as usual
+        (False), as is a job of another share, which has a queue order of its own."""
         itype = next(iter(job.demand)) if len(job.demand) == 1 else None
         deferral = self._deferred.get((share.name, itype)) if itype is not None else None
         if (
             deferral is not None
             and job.priority == deferral.priority
-            and deferral.examined < self._policy.backfill_window
+            and deferral.examined < self._policy.affinity_window
         ):
             deferral.examined += 1
             pool = self._own_pool(job, share)
@@ -395,7 +396,7 @@ class Planner(PassState):
             else:
                 deferral.jobs.append(job)
             return True
-        for key in [k for k in self._deferred if k[1] in job.demand]:
+        for key in [(share.name, t) for t in job.demand if (share.name, t) in self._deferred]:
             self._end_deferral(key)
         return False
 

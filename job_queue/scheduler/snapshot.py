@@ -20,9 +20,11 @@ class Policy:
         were every running job to use its own whole MaxRuntimeInSeconds.
     start_allowance_s: time allowed for provisioning on top of MaxRuntimeInSeconds when
         backfill bounds a job's end.
-    backfill_window: how many jobs behind reservations one pass examines for backfill (and
-        behind jobs that let warm matches go first), so that a pass reads a bounded part of
-        a deep queue.
+    backfill_window: how many jobs behind reservations one pass examines for backfill, so
+        that a pass reads a bounded part of a deep queue.
+    affinity_window: how many later jobs of its priority (and type and share) a job that
+        lets warm matches go first examines in one pass for one that matches an idle pool:
+        a match further back gets the pool only in a later pass, once it is nearer.
     min_run_s: a job that has run (since its attempt started) for less than this may not be
         preempted, so that a job is not stopped again and again before it gets anywhere.
         A waiting job that needs it waits; the next pass after the protection ends (the
@@ -37,6 +39,7 @@ class Policy:
     backfill: bool = True
     start_allowance_s: float = 600.0
     backfill_window: int = 50
+    affinity_window: int = 1000
     min_run_s: float = 0.0
     warm_affinity_s: float = 0.0
     least_lost_work: bool = True

@@ -157,8 +157,22 @@ WARM_AFFINITY = [
         released=["a-done"],
     ),
     Scenario(
-        "warm affinity works within a share: another share's job does not jump ahead of the "
-        "first in line, it ends the wait",
+        "another share's job in between does not end the wait: a later match of the share "
+        "still starts on the share's pool first",
+        waiting=[
+            waiting("first", "A", key="b", seq=1),
+            waiting("b-job", "B", key="c", seq=2),
+            waiting("matching", "A", key="a", seq=3),
+        ],
+        active=[running("a0", "A"), *B_FULL],
+        pools=[pool("a-done", "A", "a")],
+        starts=["matching"],
+        warm={"matching": "a-done"},
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "warm affinity works within a share: another share's job that matches the pool does "
+        "not jump ahead of the first in line",
         waiting=[waiting("first", "A", key="b", seq=1), waiting("b-match", "B", key="a", seq=2)],
         active=[running("a0", "A"), *B_FULL],
         pools=[pool("a-done", "A", "a")],

@@ -234,6 +234,34 @@ AFFINITY = Policy(warm_affinity_s=3600)
 
 WARM_AFFINITY = [
     Scenario(
+        "warm affinity looks for a match only so far behind the first in line",
+        waiting=[
+            waiting("first", key="b", seq=1),
+            waiting("other-1", key="c", seq=2),
+            waiting("other-2", key="c", seq=3),
+            waiting("matching", key="a", seq=4),
+        ],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["first"],
+        released=["done"],
+        policy=Policy(warm_affinity_s=3600, affinity_window=2),
+    ),
+    Scenario(
+        "within the affinity window, the match further back gets the pool",
+        waiting=[
+            waiting("first", key="b", seq=1),
+            waiting("other-1", key="c", seq=2),
+            waiting("other-2", key="c", seq=3),
+            waiting("matching", key="a", seq=4),
+        ],
+        pools=[pool("done", key="a")],
+        active=[running("other")],
+        starts=["matching"],
+        warm={"matching": "done"},
+        policy=Policy(warm_affinity_s=3600, affinity_window=3),
+    ),
+    Scenario(
         "strict order by default: the first in line gets the pool released for it",
         waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
         pools=[pool("done", key="a")],
