@@ -25,8 +25,10 @@ from tjq.simulate.metrics import report
 from tjq.simulate.workload import read_workload
 
 from job_queue.scheduler import Policy, Share, Strategy
+from job_queue.scheduler.reservations import Reservation, TrainingPlan
 
 WORKLOAD = "philly-6214e9-week"
+P5 = "ml.p5.48xlarge"
 COLD, WARM, STOP, KEEP_ALIVE = 300.0, 30.0, 60.0, 600.0
 DAY = 86400.0
 
@@ -37,11 +39,27 @@ DAY = 86400.0
 TEAMS = {"team-a": 22, "team-b": 21}
 
 
-def team_shares() -> tuple[Share, ...]:
+def team_shares(plan: TrainingPlan | None = None) -> tuple[Share, ...]:
+    """The two teams; with ``plan``, team-b's instances are the plan's reservation."""
     return tuple(
-        Share(name, {"ml.p5.48xlarge": limit}, Strategy.LEND_AND_BORROW, in_share_preemption=True)
+        Share(
+            name,
+            {P5: 0 if plan and name == "team-b" else limit},
+            Strategy.LEND_AND_BORROW,
+            in_share_preemption=True,
+            plans=((P5, plan.arn),) if plan and name == "team-b" else (),
+        )
         for name, limit in TEAMS.items()
     )
+
+
+# team-b's 21 instances reserved for the whole replay (60 days) instead of on demand.
+TEAM_B_PLAN = TrainingPlan(
+    "arn:aws:sagemaker:sim:000000000000:training-plan/team-b",
+    P5,
+    "Active",
+    (Reservation(TEAMS["team-b"], 0.0, 60 * DAY),),
+)
 
 
 def with_teams(jobs):
@@ -74,6 +92,13 @@ def runs() -> dict:
             None,
             team_shares(),
         ),
+        "two lending shares, team-b on a training plan, warm affinity unbounded": (
+            KEEP_ALIVE,
+            Policy(warm_affinity_s=math.inf),
+            None,
+            team_shares(TEAM_B_PLAN),
+            (TEAM_B_PLAN,),
+        ),
     }
 
 
@@ -82,14 +107,16 @@ class WantedReleases:
     priority matched (a warm start given away): it reads, after each pass that releases a
     pool, the rest of the head priority's jobs, which the pass itself may not have read."""
 
-    def __init__(self, shares=()) -> None:
-        self.count, self.shares = 0, shares
+    def __init__(self, shares=(), plans=()) -> None:
+        self.count, self.shares, self.plans = 0, shares, plans
 
     def __call__(self, active, waiting, capacity, now, policy, pools=()):
         read: list = []
         waiting = iter(waiting)
         recorded = _recorded(waiting, read)
-        plan = queue_decision(active, recorded, capacity, now, policy, pools, self.shares)
+        plan = queue_decision(
+            active, recorded, capacity, now, policy, pools, self.shares, self.plans
+        )
         if plan.releases:
             started = {job.name for job in plan.starts}
             left = [job for job in read if job.name not in started]
@@ -120,10 +147,10 @@ def warm_pools() -> dict:
     base = SimSettings(capacity, stop_latency=STOP, start_latency=COLD, warm_start_latency=WARM)
     results = {}
     teams = with_teams(jobs)
-    for label, (keep_alive, policy, decide, *shares) in runs().items():
-        shared = shares[0] if shares else ()
-        settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared)
-        counted = WantedReleases(shared) if decide is None else None
+    for label, (keep_alive, policy, decide, *layout) in runs().items():
+        shared, plans = (*layout, (), ())[:2]
+        settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared, plans=plans)
+        counted = WantedReleases(shared, plans) if decide is None else None
         answer = report(simulate(teams if shared else jobs, settings, decide=decide or counted))
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}

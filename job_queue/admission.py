@@ -7,6 +7,7 @@ speaks of ("this queue", "the replay").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from job_queue import tags
@@ -85,7 +86,12 @@ def share_for(submission: Submission, layout: Layout, where: str) -> str | None:
         )
     _, count_field = submission.instance_fields
     for itype, count in submission.demand.items():
-        most = share.most(itype)
+        # On a training plan's reservation (its share's, or borrowed) it may get more; a
+        # plan not read yet may hold any number.
+        plans = [plan for plan in layout.plans if plan.instance_type == itype]
+        reserved = [r.count for plan in plans for r in plan.reservations]
+        unknown = any(plan.read_at is None for plan in plans)
+        most = math.inf if unknown else max([share.most(itype), *reserved])
         if count > most:
             raise InvalidRequest.of(
                 count_field,

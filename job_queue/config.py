@@ -14,7 +14,13 @@ from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
-from job_queue.share_config import SharesError, check_ceilings, loads_shares, parse_shares
+from job_queue.share_config import (
+    SharesError,
+    check_ceilings,
+    loads_shares,
+    parse_shares,
+    plan_entries_of,
+)
 
 
 class ConfigError(ValueError):
@@ -53,6 +59,7 @@ class Settings:
     capped_instance_types: frozenset[str] = frozenset()
     uncapped: frozenset[str] = frozenset()  # types whose instances are never counted
     training_plans: tuple[TrainingPlan, ...] = ()  # reserved capacity, as configured
+    training_plan_arns: frozenset[str] = frozenset()  # the plans the role may describe
     # Jobs without a CheckpointConfig save under this + their name ("": they get none).
     checkpoint_s3_uri: str = ""
 
@@ -63,6 +70,7 @@ class Settings:
             shares = parse_shares(value)
             check_ceilings(shares, self.max_priority)
             self.check_capped(total_capacity(shares), "shares")
+            check_plan_roles(plan_entries_of(shares), self.training_plan_arns, "shares")
         except (SharesError, ConfigError) as exc:
             raise InvalidRequest(str(exc)) from exc
         if self.default_share is not None and self.default_share not in {s.name for s in shares}:
@@ -98,7 +106,8 @@ class Settings:
         if not shares:
             plans = tuple(current(self.training_plans, plans_read))
             return Layout(self.capacity, uncapped=self.uncapped, plans=plans)
-        return Layout(total_capacity(shares), shares, self.default_share, self.uncapped)
+        plans = tuple(current(plan_entries_of(shares), plans_read))
+        return Layout(total_capacity(shares), shares, self.default_share, self.uncapped, plans)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -118,11 +127,12 @@ class Settings:
         capacity, uncapped, plans = (
             parse_capacity(capacity_text) if capacity_text or not shares else ({}, frozenset(), ())
         )
-        if plans and shares:
-            raise ConfigError(
-                "CAPACITY: training plans work with a single queue, not with SHARES (yet)"
-            )
-        check_plan_roles(plans, env.get("TRAINING_PLAN_ARNS", ""))
+        check_plans_owned_once(plans, shares)
+        plan_arns = frozenset(
+            arn.strip() for arn in env.get("TRAINING_PLAN_ARNS", "").split(",") if arn.strip()
+        )
+        plans = plan_entries_of(shares) if shares else plans
+        check_plan_roles(plans, plan_arns, "SHARES" if shares else "CAPACITY")
         default_share = env.get("DEFAULT_SHARE", "").strip() or None
         if default_share is not None and default_share not in {s.name for s in shares}:
             valid = ", ".join(s.name for s in shares) or "no shares are configured"
@@ -132,6 +142,7 @@ class Settings:
             capacity=total_capacity(shares) if shares else capacity,
             uncapped=uncapped,
             training_plans=plans,
+            training_plan_arns=plan_arns,
             shares=shares,
             shares_text=shares_text,
             default_share=default_share,
@@ -243,15 +254,29 @@ class Layout:
         return max([self.capacity.get(itype, 0), *reserved])
 
 
-def check_plan_roles(plans: Iterable[TrainingPlan], listed: str) -> None:
-    """Every plan of CAPACITY is one the queue's role may describe (TRAINING_PLAN_ARNS, the
-    template's TrainingPlanArns)."""
-    allowed = {arn.strip() for arn in listed.split(",") if arn.strip()}
+def check_plan_roles(plans: Iterable[TrainingPlan], allowed: frozenset[str], where: str) -> None:
+    """Every plan of the capacity (``where``: CAPACITY or the shares) is one the queue's role
+    may describe (TRAINING_PLAN_ARNS, the template's TrainingPlanArns)."""
     missing = [plan.arn for plan in plans if plan.arn not in allowed]
     if missing:
         raise ConfigError(
-            f"CAPACITY: training plan {missing[0]} is not in TrainingPlanArns "
+            f"{where}: training plan {missing[0]} is not in TrainingPlanArns "
             "(TRAINING_PLAN_ARNS), so the queue may not describe it; add it and redeploy"
+        )
+
+
+def check_plans_owned_once(plans: Iterable[TrainingPlan], shares: Sequence[Share]) -> None:
+    """With shares, a plan counts toward the share that names it: CAPACITY names none."""
+    owners = {arn: share.name for share in shares for _, arn in share.plans}
+    for plan in plans if shares else ():
+        if plan.arn in owners:
+            raise ConfigError(
+                f"training plan {plan.arn} is named by both CAPACITY and share "
+                f"{owners[plan.arn]}: a plan's reserved instances count toward one place"
+            )
+        raise ConfigError(
+            f"CAPACITY: training plan {plan.arn}: with SHARES, name it in the capacity of the "
+            "share whose limit its reservations count toward"
         )
 
 

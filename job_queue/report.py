@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from job_queue.config import Layout
 from job_queue.queue_events import StateChange
-from job_queue.scheduler import ActiveJob, ShareLedger
-from job_queue.scheduler.shares import ShareUsage
+from job_queue.scheduler import ActiveJob
+from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 
 
@@ -37,6 +37,7 @@ class Report:
         pools: Iterable[WarmPool],
         layout: Layout,
         outside: Iterable[OutsideJob] = (),
+        now: float = 0.0,
     ) -> None:
         """The instances held per type — by jobs and idle warm pools, and by jobs started
         outside the queue — (and per share) as a pass found them."""
@@ -46,7 +47,7 @@ class Report:
         self.warm_pool_instances = _per_type(pools, layout)
         self.outside_instances = _per_type(outside, layout)
         if layout.shares:
-            self.share_usage = ShareLedger(layout.shares, [*jobs, *pools]).usage()
+            self.share_usage = usage_with_plans(layout.shares, [*jobs, *pools], layout.plans, now)
 
 
 def _per_type(holders, layout: Layout) -> dict[str, int]:

@@ -30,12 +30,11 @@ from job_queue.scheduler import (
     LostWork,
     Plan,
     Planner,
-    ShareLedger,
 )
 from job_queue.scheduler.order import SavedAt
-from job_queue.scheduler.shares import ShareUsage
+from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
-from job_queue.share_config import dumps_shares
+from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
 
@@ -160,7 +159,9 @@ class QueueService:
         the holders they were read from (which say who last replaced the shares)."""
         held = self.store.holders()
         layout = self.layout(held)
-        usage = ShareLedger(layout.shares, [*held.jobs, *held.idle_pools(self.clock())]).usage()
+        now = self.clock()
+        holders = [*held.jobs, *held.idle_pools(now)]
+        usage = usage_with_plans(layout.shares, holders, layout.plans, now)
         types = list(layout.capacity)
         waiting = {s.name: self.store.depth(types, s.name) for s in layout.shares}
         return layout, usage, waiting, held
@@ -359,7 +360,7 @@ class QueueService:
         layout = self.layout(held)
         now = self.clock()
         pools = held.idle_pools(now)
-        self.report.record_usage(held.jobs, pools, layout, held.outside)
+        self.report.record_usage(held.jobs, pools, layout, held.outside, now)
         planner = Planner(
             held.jobs,
             layout.capacity,
@@ -390,11 +391,13 @@ class QueueService:
     def refresh_plans(self) -> None:
         """Read every training plan again (at cold start and in the sweep, never per event):
         one that cannot be read keeps its last reading, and the queue goes on without it."""
-        if self.settings.training_plans:
-            known = self.store.holders().plans
+        held = self.store.holders()
+        layout = self.layout(held)
+        # With shares, the plans they name (shares set at run time may name others).
+        entries = plan_entries_of(layout.shares) if layout.shares else self.settings.training_plans
+        if entries:
             describe = self.sagemaker.describe_training_plan
-            entries = self.settings.training_plans
-            self.store.set_plans(plans.refresh(entries, known, describe, self.clock()))
+            self.store.set_plans(plans.refresh(entries, held.plans, describe, self.clock()))
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -8,10 +8,13 @@ A JSON list of shares::
       "in_share_preemption": false}]
 
 ``borrow_limit`` (percent of the share's own limit per instance type, -1 = unlimited) is
-allowed only for ``LEND_AND_BORROW`` and defaults to -1. Two optional fields say who may use
-a share (:mod:`job_queue.access`): ``max_priority``, the highest priority a non-admin may
-give its jobs (at most the queue's ``MaxPriority``), and ``submitters``, the IAM ARN
-patterns of those who may submit to it (``["arn:aws:iam::123456789012:role/vision-*"]``).
+allowed only for ``LEND_AND_BORROW`` and defaults to -1. A capacity entry may name training
+plans as ``CAPACITY`` does (``{"ml.p5.48xlarge": [1, {"training_plan": ARN}]}``): their open
+reservations count toward the share's limit, and a plan counts toward one share only. Two
+optional fields say who may use a share (:mod:`job_queue.access`): ``max_priority``, the
+highest priority a non-admin may give its jobs (at most the queue's ``MaxPriority``), and
+``submitters``, the IAM ARN patterns of those who may submit to it
+(``["arn:aws:iam::123456789012:role/vision-*"]``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from collections.abc import Sequence
 
 from job_queue.access import PatternError, check_patterns
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
+from job_queue.plans import NOT_READ, plan_entries
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import UNLIMITED, Share, Strategy
 
 SHARE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -52,9 +57,26 @@ def parse_shares(value: object) -> tuple[Share, ...]:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise SharesError(f"share names must be unique: {', '.join(duplicates)}")
-    if not any(count for share in shares for count in share.capacity.values()):
+    owners: dict[str, str] = {}
+    for share in shares:
+        for _, arn in share.plans:
+            if arn in owners:
+                where = "twice" if owners[arn] == share.name else f"and by {share.name}"
+                raise SharesError(
+                    f"training plan {arn} is named by share {owners[arn]} {where}: a plan's "
+                    "reserved instances count toward one share"
+                )
+            owners[arn] = share.name
+    if not any(any(share.capacity.values()) or share.plans for share in shares):
         raise SharesError("the shares have no capacity: every limit is 0")
     return tuple(shares)
+
+
+def plan_entries_of(shares: Sequence[Share]) -> tuple[TrainingPlan, ...]:
+    """The training plans the shares name, as configured (not read yet)."""
+    return tuple(
+        TrainingPlan(arn, itype, error=NOT_READ) for share in shares for itype, arn in share.plans
+    )
 
 
 def check_ceilings(shares: Sequence[Share], max_priority: int) -> None:
@@ -82,9 +104,14 @@ def dumps_shares(shares: Sequence[Share]) -> str:
 
 
 def share_to_dict(share: Share) -> dict:
+    capacity: dict = dict(share.capacity)
+    for itype, arn in share.plans:
+        entry = capacity.get(itype, 0)
+        entry = entry if isinstance(entry, list) else ([entry] if entry else [])
+        capacity[itype] = [*entry, {"training_plan": arn}]
     out = {
         "name": share.name,
-        "capacity": dict(share.capacity),
+        "capacity": capacity,
         "strategy": share.strategy.value,
         "in_share_preemption": share.in_share_preemption,
     }
@@ -120,13 +147,25 @@ def _parse_share(item: object, where: str) -> Share:
     capacity = item["capacity"]
     if not isinstance(capacity, dict) or not capacity:
         raise SharesError(f'{where}: capacity must be an object such as {{"ml.g5.xlarge": 1}}')
+    limits: dict[str, int] = {}
+    plans: list[tuple[str, str]] = []
     for itype, count in capacity.items():
         if not INSTANCE_TYPE.match(itype):
             raise SharesError(f"{where}: capacity: {itype!r} is not a SageMaker instance type")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if isinstance(count, list | dict):
+            try:
+                on_demand, found = plan_entries(itype, count)
+            except ValueError as exc:
+                raise SharesError(f"{where}: capacity: {exc}") from None
+            limits[itype] = on_demand or 0
+            plans += [(itype, plan.arn) for plan in found]
+        elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise SharesError(
-                f"{where}: capacity: {itype} must be a whole number >= 0, got {count!r}"
+                f"{where}: capacity: {itype} must be a whole number >= 0 or training plans "
+                f'({{"training_plan": ARN}}, alone or in a list beside a number), got {count!r}'
             )
+        else:
+            limits[itype] = count
     borrow_limit = item.get("borrow_limit", UNLIMITED)
     if "borrow_limit" in item and strategy is not Strategy.LEND_AND_BORROW:
         raise SharesError(
@@ -157,4 +196,6 @@ def _parse_share(item: object, where: str) -> Share:
         submitters = check_patterns(submitters, f"{where}: submitters")
     except PatternError as exc:
         raise SharesError(str(exc)) from None
-    return Share(name, dict(capacity), strategy, borrow_limit, in_share, max_priority, submitters)
+    return Share(
+        name, limits, strategy, borrow_limit, in_share, max_priority, submitters, tuple(plans)
+    )

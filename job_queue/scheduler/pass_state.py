@@ -51,6 +51,7 @@ class PassState:
         self._plans = tuple(plans)
         self._now, self._policy = now, policy
         self._lost = lost_work or LostWork(now)
+        shares = [share.with_reserved(self._plans, now) for share in shares]
         base = total_capacity(shares) if shares else capacity
         self._capacity = reservations.with_plans(base, self._plans, now)
         layout = tuple(shares) or (

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from job_queue.models import Demand
+from job_queue.scheduler.reservations import TrainingPlan, key_type, on_plan
 from job_queue.scheduler.snapshot import ActiveJob, WarmPool
 
 
@@ -51,6 +52,8 @@ class Share:
     # Who may use the share (job_queue.access reads these; the scheduler does not).
     max_priority: int | None = None  # the highest priority a non-admin may give its jobs
     submitters: tuple[str, ...] = ()  # ARN patterns of who may submit to it (empty: anyone)
+    # Training plans whose open reservations count toward its limit: (instance type, ARN).
+    plans: tuple[tuple[str, str], ...] = ()
 
     @property
     def lends(self) -> bool:
@@ -60,21 +63,35 @@ class Share:
     def borrows(self) -> bool:
         return self.strategy is Strategy.LEND_AND_BORROW
 
-    def limit(self, itype: str) -> int:
-        return self.capacity.get(itype, 0)
+    def limit(self, key: str) -> int:
+        """Its limit on a capacity key: an instance type's on-demand instances, or (in a
+        pass, under ``TYPE@PLAN``) a training plan's reserved ones."""
+        return self.capacity.get(key, 0)
+
+    def type_limit(self, itype: str) -> int:
+        """Its limit on an instance type: on-demand and reserved instances together."""
+        return sum(n for key, n in self.capacity.items() if key_type(key) == itype)
 
     def most(self, itype: str) -> float:
         """The most instances of ``itype`` the share may ever hold: its limit plus what it
         may borrow."""
         return self.limit(itype) + self.borrow_cap(itype)
 
-    def borrow_cap(self, itype: str) -> float:
-        """How many instances of ``itype`` the share may hold beyond its own limit."""
+    def borrow_cap(self, key: str) -> float:
+        """How many instances of the key's instance type the share may hold beyond its own
+        limit: ``borrow_limit`` percent of its limit on the type (on-demand and reserved)."""
         if not self.borrows:
             return 0
         if self.borrow_limit == UNLIMITED:
             return math.inf
-        return self.limit(itype) * self.borrow_limit // 100
+        return self.type_limit(key_type(key)) * self.borrow_limit // 100
+
+    def with_reserved(self, plans: Iterable[TrainingPlan], now: float) -> Share:
+        """The share as a pass counts it: its plans' open reservations beside its on-demand
+        limits, under their capacity keys."""
+        arns = {arn for _, arn in self.plans}
+        reserved = {plan.key: plan.capacity(now) for plan in plans if plan.arn in arns}
+        return replace(self, capacity={**self.capacity, **reserved}) if reserved else self
 
 
 def total_capacity(shares: Iterable[Share]) -> dict[str, int]:
@@ -84,6 +101,20 @@ def total_capacity(shares: Iterable[Share]) -> dict[str, int]:
         for itype, count in share.capacity.items():
             total[itype] = total.get(itype, 0) + count
     return total
+
+
+def usage_with_plans(
+    shares: Sequence[Share],
+    holders: Iterable[ActiveJob | WarmPool],
+    plans: Sequence[TrainingPlan],
+    now: float,
+) -> list[ShareUsage]:
+    """Each share's use (:meth:`ShareLedger.usage`), a training plan's open reservations
+    apart from on-demand instances: a row per plan (``TYPE@PLAN``) whose limit is what the
+    plan has open now."""
+    counted = [share.with_reserved(plans, now) for share in shares]
+    placed = [on_plan(h, plans) if isinstance(h, ActiveJob) else h for h in holders]
+    return ShareLedger(counted, placed).usage()
 
 
 @dataclass(frozen=True)
@@ -140,7 +171,7 @@ class ShareLedger:
             self.used[key] = self.used.get(key, 0) - count
 
     def limit(self, share: str | None, itype: str) -> int:
-        known = self.shares.get(share) if share is not None else None
+        known = self.shares.get(self._known(share))
         return known.limit(itype) if known else 0
 
     def in_use(self, share: str | None, itype: str) -> int:
@@ -151,6 +182,13 @@ class ShareLedger:
 
     def borrowed(self, share: str | None, itype: str) -> int:
         return max(0, self.in_use(share, itype) - self.limit(share, itype))
+
+    def borrowed_of_type(self, share: str | None, key: str) -> int:
+        """What the share holds beyond its limits on the key's instance type (every key of
+        the type: on-demand and each plan's)."""
+        itype = key_type(key)
+        keys = {t for _, t in self.used if key_type(t) == itype}
+        return sum(self.borrowed(share, t) for t in keys)
 
     def borrowed_total(self, itype: str) -> int:
         """Instances of ``itype`` held beyond their shares' limits, by every share."""
@@ -182,7 +220,7 @@ class ShareLedger:
                 return False
             extra = count - own
             lent_out = self.lendable(itype) - own
-            headroom = share.borrow_cap(itype) - self.borrowed(share.name, itype)
+            headroom = share.borrow_cap(itype) - self.borrowed_of_type(share.name, itype)
             if extra > lent_out or extra > headroom:
                 return False
         return True

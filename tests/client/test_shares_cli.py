@@ -125,3 +125,30 @@ def test_shares_check_validates_a_file_without_a_queue(capsys, tmp_path):
     path.write_text(json.dumps([{**share_to_dict(SHARES[2]), "borrow_limit": 50}]))
     code, _, err = smq(capsys, "shares", "check", str(path))
     assert code == 1 and "share QS3: borrow_limit applies only to LEND_AND_BORROW" in err
+
+
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/research-week"
+WITH_PLAN = [
+    {
+        "name": "research",
+        "capacity": {"ml.p5.48xlarge": [1, {"training_plan": PLAN}]},
+        "strategy": "LEND",
+        "in_share_preemption": False,
+    }
+]
+
+
+def test_a_share_that_names_a_training_plan_is_checked_and_needs_that_plan_locally(
+    capsys, tmp_path
+):
+    path = tmp_path / "shares.json"
+    path.write_text(json.dumps(WITH_PLAN))
+    code, out, _ = smq(capsys, "shares", "check", str(path))
+    assert (code, out.strip()) == (
+        0,
+        f"{path}: 1 shares, capacity 1 x ml.p5.48xlarge, training plan research-week "
+        "(ml.p5.48xlarge) for research",
+    )
+    code, _, err = smq(capsys, "local-api", "--shares", str(path))
+    assert code == 1
+    assert f"share research names training plan {PLAN}, which no --training-plan gives" in err

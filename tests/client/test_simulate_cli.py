@@ -232,3 +232,41 @@ def test_bad_plans_are_usage_errors_or_name_the_problem(capsys, workload):
     overlapping = ["--plan", "ml.p5.48xlarge=2@0-7200", "--plan", "ml.p5.48xlarge=2@3600-9000"]
     code, _, err = smq(capsys, "simulate", workload, *overlapping)
     assert code == 1 and "two reservations of ml.p5.48xlarge overlap" in err
+
+
+SIM_PLAN = "arn:aws:sagemaker:sim:000000000000:training-plan/sim-p5-48xlarge"
+
+
+def test_a_shares_plan_is_simulated_with_its_plan_option(capsys, tmp_path):
+    shares, workload = tmp_path / "shares.json", tmp_path / "w.csv"
+    shares.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "research",
+                    "capacity": {"ml.p5.48xlarge": {"training_plan": SIM_PLAN}},
+                    "strategy": "LEND",
+                    "in_share_preemption": False,
+                },
+                {
+                    "name": "product",
+                    "capacity": {"ml.p5.48xlarge": 1},
+                    "strategy": "LEND_AND_BORROW",
+                    "in_share_preemption": False,
+                },
+            ]
+        )
+    )
+    workload.write_text(
+        "name,submit_s,duration_s,priority,instance_type,instance_count,share,max_runtime_s\n"
+        "p1,0,600,0,ml.p5.48xlarge,1,product,1000\n"
+        "p2,0,600,0,ml.p5.48xlarge,1,product,1000\n"
+    )
+    argv = ["simulate", str(workload), "--shares", str(shares), "--json"]
+    code, out, _ = smq(capsys, *argv, "--plan", "ml.p5.48xlarge=1@0-86400")
+    assert code == 0
+    starts = {job["name"]: job["first_start_s"] for job in json.loads(out)["jobs"]}
+    assert starts == {"p1": 0, "p2": 0}  # p2 borrows research's idle reserved instance
+    code, _, err = smq(capsys, *argv)
+    assert code == 1
+    assert f"share research names training plan {SIM_PLAN}, which no --plan gives" in err

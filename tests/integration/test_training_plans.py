@@ -182,3 +182,77 @@ def test_a_job_that_names_its_own_training_plan_is_refused(make_cloud, arn):
     assert status == 400
     assert body["message"].startswith("ResourceConfig.TrainingPlanArn: the queue chooses")
     assert cloud.jobs() == []
+
+
+def test_a_teams_plan_with_shares_lends_its_idle_reserved_instances_and_reclaims_them(
+    make_cloud,
+):
+    """The research team reserved two p5 for a week; the product team has one on demand and
+    borrows what research leaves idle, until research needs it."""
+    from job_queue.share_config import parse_shares
+
+    shares = parse_shares(
+        [
+            {
+                "name": "research",
+                "capacity": {P5: {"training_plan": ARN + "research-week"}},
+                "strategy": "LEND",
+                "in_share_preemption": False,
+            },
+            {
+                "name": "product",
+                "capacity": {P5: 1},
+                "strategy": "LEND_AND_BORROW",
+                "borrow_limit": 100,
+                "in_share_preemption": False,
+            },
+        ]
+    )
+    week = f"research-week={P5}:2:0:{7 * 24 * HOUR:g}"
+    cloud = make_cloud({P5: 1}, shares=shares, training_plans=[week], run_seconds=3 * HOUR)
+    cloud.sweep()  # the queue reads the plan
+    for name in ("p-1", "p-2"):
+        request = training_request(name, 1, max_runtime=int(2 * HOUR), share="product")
+        assert cloud.api("POST", "/add-job", request)[0] == 201
+    # p-1 on product's own instance; p-2 borrows one of research's idle reserved ones.
+    assert states(cloud) == {"p-1": "running", "p-2": "running"}
+    assert (on_plan(cloud, "p-1"), on_plan(cloud, "p-2")) == (None, ARN + "research-week")
+    rows = {s["name"]: s for s in cloud.api("GET", "/shares")[1]["shares"]}
+    reserved = rows["research"]["instance_types"][f"{P5}@research-week"]
+    assert (reserved["limit"], reserved["in_use"], reserved["lent"]) == (2, 0, 1)
+
+    for name in ("r-1", "r-2"):
+        request = training_request(name, 1, max_runtime=int(2 * HOUR), share="research")
+        assert cloud.api("POST", "/add-job", request)[0] == 201
+    # r-1 on the idle reserved instance; r-2 reclaims the one product borrowed.
+    assert job(cloud, "p-2")["state"] in ("preempting", "preempted")
+    cloud.advance(120)
+    assert {n: s for n, s in states(cloud).items() if n.startswith("r-")} == {
+        "r-1": "running",
+        "r-2": "running",
+    }
+    assert on_plan(cloud, "r-2") == ARN + "research-week"
+    assert job(cloud, "p-2")["state"] == "preempted"
+
+
+def test_shares_applied_at_run_time_may_name_only_plans_the_queue_may_describe(make_cloud):
+    from job_queue.share_config import parse_shares, share_to_dict
+
+    team = {"name": "team", "capacity": {P5: 1}, "strategy": "LEND", "in_share_preemption": False}
+    cloud = make_cloud(
+        {P5: 1}, shares=parse_shares([team]), training_plans=[f"known={P5}:1:0:86400"]
+    )
+    unknown = {**team, "capacity": {P5: [1, {"training_plan": ARN + "unknown"}]}}
+    status, body = cloud.api("PUT", "/shares", [unknown])
+    assert status == 400
+    assert f"training plan {ARN}unknown is not in TrainingPlanArns" in body["message"]
+    assert cloud.api("GET", "/shares")[1]["shares"][0]["capacity"] == {P5: 1}  # unchanged
+
+    known = {**team, "capacity": {P5: [1, {"training_plan": ARN + "known"}]}}
+    assert cloud.api("PUT", "/shares", [known])[0] == 200
+    (shown,) = cloud.api("GET", "/shares")[1]["shares"]
+    assert share_to_dict(parse_shares([known])[0])["capacity"] == shown["capacity"]
+    cloud.sweep()  # the queue reads the plan the new shares name
+    assert (
+        cloud.api("GET", "/shares")[1]["shares"][0]["instance_types"][f"{P5}@known"]["limit"] == 1
+    )

@@ -1,5 +1,6 @@
 """The Lambda's settings: read from the environment, refused with a message when wrong."""
 
+import json
 import re
 
 import pytest
@@ -163,7 +164,23 @@ def test_defaults_preempt_at_once_and_backfill():
                 "SHARES": '[{"name": "a", "capacity": {"ml.p5.48xlarge": 1}, "strategy": '
                 '"LEND", "in_share_preemption": false}]',
             },
-            "CAPACITY: training plans work with a single queue, not with SHARES",
+            f"CAPACITY: training plan {PLAN}: with SHARES, name it in the capacity of the share",
+        ),
+        (
+            {
+                "CAPACITY": f'{{"ml.p5.48xlarge": {{"training_plan": "{PLAN}"}}}}',
+                "TRAINING_PLAN_ARNS": PLAN,
+                "SHARES": '[{"name": "a", "capacity": {"ml.p5.48xlarge": [1, {"training_plan": '
+                f'"{PLAN}"}}]}}, "strategy": "LEND", "in_share_preemption": false}}]',
+            },
+            f"training plan {PLAN} is named by both CAPACITY and share a",
+        ),
+        (
+            {
+                "SHARES": '[{"name": "a", "capacity": {"ml.p5.48xlarge": [{"training_plan": '
+                f'"{PLAN}"}}]}}, "strategy": "LEND", "in_share_preemption": false}}]',
+            },
+            f"SHARES: training plan {PLAN} is not in TrainingPlanArns",
         ),
         (
             {"CAPACITY": '{"ml.c5.18xlarge": "unlimited"}'},
@@ -184,3 +201,29 @@ def test_defaults_preempt_at_once_and_backfill():
 def test_bad_settings_name_the_variable(overrides, named):
     with pytest.raises(ConfigError, match=re.escape(named)):
         Settings.from_environment(_env(**overrides))
+
+
+def test_a_share_may_name_training_plans_whose_reservations_count_toward_it():
+    p5 = "ml.p5.48xlarge"
+    shares = [
+        {
+            "name": "research",
+            "capacity": {p5: [1, {"training_plan": PLAN}]},
+            "strategy": "LEND",
+            "in_share_preemption": False,
+        },
+        {
+            "name": "prod",
+            "capacity": {p5: {"training_plan": PLAN_B}},
+            "strategy": "RESERVE",
+            "in_share_preemption": False,
+        },
+    ]
+    settings = Settings.from_environment(
+        _env(SHARES=json.dumps(shares), TRAINING_PLAN_ARNS=f"{PLAN},{PLAN_B}")
+    )
+    research, prod = settings.shares
+    assert (research.capacity, research.plans) == ({p5: 1}, ((p5, PLAN),))
+    assert (prod.capacity, prod.plans) == ({p5: 0}, ((p5, PLAN_B),))
+    assert [plan.arn for plan in settings.training_plans] == [PLAN, PLAN_B]
+    assert [plan.arn for plan in settings.layout().plans] == [PLAN, PLAN_B]

@@ -120,3 +120,46 @@ def test_shares_applied_at_run_time_last_until_a_deployment_changes_them():
     # No shares at all: the single queue.
     single = Settings.from_environment({**ENV, "CAPACITY": '{"ml.g5.xlarge": 1}'})
     assert single.layout().shares == () and single.layout().capacity == {G5: 1}
+
+
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/research-week"
+
+
+def test_a_share_names_training_plans_as_capacity_does_and_writes_them_back():
+    mixed = share(name="A", capacity={G5: [1, {"training_plan": PLAN}]})
+    only = share(name="B", capacity={"ml.p5.48xlarge": {"training_plan": PLAN + "-2"}})
+    a, b = parse_shares([mixed, only])
+    assert (a.capacity, a.plans) == ({G5: 1}, ((G5, PLAN),))
+    assert (b.capacity, b.plans) == ({"ml.p5.48xlarge": 0}, (("ml.p5.48xlarge", PLAN + "-2"),))
+    assert loads_shares(dumps_shares([a, b])) == (a, b)
+
+
+@pytest.mark.parametrize(
+    ("shares", "message"),
+    [
+        (
+            [
+                share(name="A", capacity={G5: [1, {"training_plan": PLAN}]}),
+                share(name="B", capacity={G5: {"training_plan": PLAN}}),
+            ],
+            f"training plan {PLAN} is named by share A and by B",
+        ),
+        (
+            [share(name="A", capacity={G5: [{"training_plan": PLAN}, {"training_plan": PLAN}]})],
+            f"training plan {PLAN} is named by share A twice",
+        ),
+        (
+            [share(name="A", capacity={G5: [{"training_plan": "arn:aws:s3:::bucket"}]})],
+            "share A: capacity: ml.g5.xlarge: 'arn:aws:s3:::bucket' is not a SageMaker "
+            "training-plan ARN",
+        ),
+        (
+            [share(name="A", capacity={G5: [1, 2, {"training_plan": PLAN}]})],
+            "share A: capacity: ml.g5.xlarge must list training plans and at most one",
+        ),
+    ],
+    ids=["in two shares", "twice in one", "not a plan", "two counts"],
+)
+def test_a_training_plan_in_shares_is_refused_naming_the_problem(shares, message):
+    with pytest.raises(SharesError, match=re.escape(message)):
+        parse_shares(shares)

@@ -25,6 +25,14 @@ def local_api(args) -> int:
         shares = read_shares(args.shares, args.max_priority)
         if args.default_share and args.default_share not in {s.name for s in shares}:
             return fail(f"--default-share {args.default_share} is not a share in {args.shares}")
+        from tjq.local.cloud import ACCOUNT, REGION
+
+        local = {
+            f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/{o.partition('=')[0]}"
+            for o in args.training_plan or ()
+        }
+        if problem := _unknown_plans(shares, local, "--training-plan"):
+            return fail(problem)
     from job_queue.config import UNCAPPED
 
     plan_options = tuple(args.training_plan or ())
@@ -106,6 +114,19 @@ def with_plans(capacity: dict, plan_options: tuple[str, ...]) -> dict:
     return capacity
 
 
+def _unknown_plans(shares, known: set[str], option: str) -> str | None:
+    """A share naming a training plan that no ``option`` gives: what to say, or None."""
+    for share in shares:
+        for _, arn in share.plans:
+            if arn not in known:
+                given = ", ".join(sorted(known)) or "none"
+                return (
+                    f"share {share.name} names training plan {arn}, which no {option} gives "
+                    f"(given: {given})"
+                )
+    return None
+
+
 def _capacity_text(itype: str, entry) -> str:
     from job_queue.config import UNCAPPED
 
@@ -136,14 +157,14 @@ def simulate(args) -> int:
         return fail(str(exc))
     shares = ()
     if args.shares:
-        if capacity or plans:
-            return fail(
-                "give --shares or --capacity/--plan, not both: the shares make the capacity"
-            )
+        if capacity:
+            return fail("give --shares or --capacity, not both: the shares make the capacity")
         from job_queue.scheduler import total_capacity
 
         shares = read_shares(args.shares)
         capacity = total_capacity(shares)
+        if problem := _unknown_plans(shares, {plan.arn for plan in plans}, "--plan"):
+            return fail(problem)
     capacity.update({plan.instance_type: capacity.get(plan.instance_type, 0) for plan in plans})
     if not capacity:
         return fail(

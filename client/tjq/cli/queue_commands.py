@@ -124,8 +124,13 @@ def shares(args) -> int:
         from job_queue.scheduler import total_capacity
 
         shares = read_shares(args.file, args.max_priority)
-        capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items())
-        print(f"{args.file}: {len(shares)} shares, capacity {capacity}")
+        capacity = ", ".join(f"{n} x {t}" for t, n in total_capacity(shares).items() if n)
+        reserved = [
+            f"training plan {arn.rsplit('/', 1)[-1]} ({itype}) for {share.name}"
+            for share in shares
+            for itype, arn in share.plans
+        ]
+        print(f"{args.file}: {len(shares)} shares, capacity {', '.join([capacity, *reserved])}")
         return 0
     api = client(args)
     apply = args.action == "apply"

@@ -21,7 +21,7 @@ from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.models import MAX_PRIORITY
 from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
-from job_queue.share_config import dumps_shares
+from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
 from tjq.local.dynamodb_usage import DynamoDBUsage, Serialized
@@ -122,6 +122,8 @@ class LocalCloud:
         # given as "unlimited" are not capped (and have no emulated account limit).
         capacity, uncapped, plans = split_capacity(capacity)
         capacity = total_capacity(shares) if shares else capacity
+        plans = plan_entries_of(shares) if shares else plans
+        emulated = plans_from_options(training_plans, self.clock(), REGION, ACCOUNT)
         self.settings = Settings(
             table_name=table_name,
             capacity=capacity,
@@ -135,6 +137,8 @@ class LocalCloud:
             admin_principals=tuple(admins),
             uncapped=uncapped,
             training_plans=plans,
+            # The emulated plans are the ones the queue may describe (TrainingPlanArns).
+            training_plan_arns=frozenset(plan.arn for plan in emulated),
             max_priority=max_priority,
             checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
         )
@@ -152,7 +156,7 @@ class LocalCloud:
             warm_start_seconds=warm_start_seconds,
         )
         # Plans given as NAME=TYPE:COUNT:START:END, offsets from now (smq local-api's option).
-        self.sagemaker.add_plans(plans_from_options(training_plans, self.clock(), REGION, ACCOUNT))
+        self.sagemaker.add_plans(emulated)
         # The template's two rules: this queue's jobs, and jobs no queue started on its types.
         self._rules = [
             EventPattern.load(json.dumps(state_change_pattern(queue_name))),
