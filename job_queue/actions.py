@@ -21,6 +21,7 @@ from job_queue.errors import SageMakerError, StaleState
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
 from job_queue.queue_events import StateChange
 from job_queue.report import Report
+from job_queue.retry import until_settled
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
 from job_queue.scheduler.snapshot import WarmPool
@@ -188,12 +189,17 @@ class Actions:
 
     def decide(self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]):
         """Carry out ``decide(job)``; when the write loses a race, re-read and decide again."""
-        for _ in range(_RETRIES):
+        current = job
+
+        def decide_once() -> None:
+            nonlocal current
             try:
-                self.act(job, decide(job))
-                return
+                self.act(current, decide(current))
             except StaleState:
-                job = self.store.get(job.name)
+                current = self.store.get(current.name)  # read again, decide again
+                raise
+
+        until_settled(decide_once, _RETRIES, lambda: None)
 
     def act(self, job: Job, decision: lifecycle.Decision) -> None:
         """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""

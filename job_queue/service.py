@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from aws_lambda_powertools import Logger
 
@@ -24,6 +25,7 @@ from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
+from job_queue.retry import until_settled
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import (
     ActiveJob,
@@ -171,21 +173,13 @@ class QueueService:
         lowered limit makes jobs over it reclaimable, a raised one lets waiting jobs start."""
         access.check_admin(caller, "replace the shares")
         shares = self.settings.replacement_shares(value)
-        for _ in range(_RETRIES):
+
+        def replace_once() -> None:
             held = self.store.holders()
-            try:
-                self.store.set_shares(
-                    dumps_shares(shares),
-                    self.settings.shares_text,
-                    held.version,
-                    caller.arn,
-                    self.clock(),
-                )
-                break
-            except StaleState:
-                continue
-        else:
-            raise JobConflict("the queue kept changing while the shares were replaced; try again")
+            text, deployed = dumps_shares(shares), self.settings.shares_text
+            self.store.set_shares(text, deployed, held.version, caller.arn, self.clock())
+
+        until_settled(replace_once, _RETRIES, _busy("the queue", "while the shares were replaced"))
         logger.info("shares changed", extra={"shares": [s.name for s in shares]})
         self.schedule()
         return self.layout()
@@ -193,43 +187,46 @@ class QueueService:
     def cancel(self, name: str, caller: Caller) -> Job:
         """A pending job leaves the queue; an active one is stopped and ends cancelled.
         Only its submitter or an admin may cancel it."""
-        for _ in range(_RETRIES):
+
+        def cancel_once() -> tuple[Job, float | None]:
             job = self.get(name)
             access.check_owner(caller, name, job.submitted_by, "cancel")
             if job.state.is_finished:
                 raise JobConflict(f"job {name} already ended ({job.state}); nothing to cancel")
             if job.state == JobState.CANCELLING:
-                return job
+                return job, None  # already on its way: nothing to write
             now = self.clock()
             audit = AuditEntry(now, Action.CANCELLED, caller.arn)
-            try:
-                if job.state.is_waiting:
-                    self.store.cancel_waiting(job, now, audit)
-                else:
-                    self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
-            except StaleState:
-                continue
-            to = JobState.CANCELLED if job.state.is_waiting else JobState.CANCELLING
-            self._actions.changed(job, to, now, f"cancelled by {caller.arn}")
-            logger.info("job cancelled", extra={"job": name, "was": job.state.value})
-            if job.state in (JobState.RUNNING, JobState.PREEMPTING):
-                self.sagemaker.stop(job.attempt_name)
-            # A starting job is stopped by its starter once CreateTrainingJob returns.
-            self.schedule()
-            return self.get(name)
-        raise JobConflict(f"job {name} is changing state too often; try again")
+            if job.state.is_waiting:
+                self.store.cancel_waiting(job, now, audit)
+            else:
+                self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
+            return job, now
+
+        job, now = until_settled(cancel_once, _RETRIES, _busy(f"job {name}"))
+        if now is None:
+            return job
+        to = JobState.CANCELLED if job.state.is_waiting else JobState.CANCELLING
+        self._actions.changed(job, to, now, f"cancelled by {caller.arn}")
+        logger.info("job cancelled", extra={"job": name, "was": job.state.value})
+        if job.state in (JobState.RUNNING, JobState.PREEMPTING):
+            self.sagemaker.stop(job.attempt_name)
+        # A starting job is stopped by its starter once CreateTrainingJob returns.
+        self.schedule()
+        return self.get(name)
 
     def set_priority(self, name: str, value: object, caller: Caller) -> Job:
         """Change a pending or active job's priority and reschedule at once. Only its
         submitter or an admin may, and only an admin above the priority ceiling."""
         priority = parse_priority(value)
-        for _ in range(_RETRIES):
+
+        def change_once() -> tuple[Job, bool]:
             job = self.get(name)
             access.check_owner(caller, name, job.submitted_by, "change the priority of")
             if job.state.is_finished or job.state == JobState.CANCELLING:
                 raise JobConflict(f"job {name} is {job.state}; its priority can no longer change")
             if job.priority == priority:
-                return job
+                return job, False
             access.check_priority_change(
                 caller, job.priority, priority, self._ceiling(self.layout(), job.share)
             )
@@ -241,16 +238,15 @@ class QueueService:
                 from_priority=job.priority,
                 to_priority=priority,
             )
-            try:
-                self.store.change_priority(job, priority, now, audit)
-            except StaleState:
-                continue
-            logger.info(
-                "priority changed", extra={"job": name, "from": job.priority, "to": priority}
-            )
-            self.schedule()
-            return self.get(name)
-        raise JobConflict(f"job {name} is changing state too often; try again")
+            self.store.change_priority(job, priority, now, audit)
+            return job, True
+
+        job, changed = until_settled(change_once, _RETRIES, _busy(f"job {name}"))
+        if not changed:
+            return job
+        logger.info("priority changed", extra={"job": name, "from": job.priority, "to": priority})
+        self.schedule()
+        return self.get(name)
 
     # -- SageMaker events and the sweep ----------------------------------------------------
 
@@ -342,18 +338,18 @@ class QueueService:
         """One scheduling pass: read the holders and as much of the queue as needed, plan,
         act. A lost race (another invocation changed the holders) re-reads and plans again.
         """
-        plan = Plan()
-        for _ in range(_SCHEDULING_ROUNDS):
+
+        def pass_once() -> Plan:
             held, plan = self._plan()
-            if plan.empty:
-                return plan
-            try:
-                self._actions.carry_out(plan, held)
-                return plan
-            except StaleState:
-                logger.debug("another invocation changed the queue; planning again")
-        logger.warning("scheduling pass gave up after repeated races; the next event retries")
-        return plan
+            if not plan.empty:
+                self._actions.carry_out(plan, held)  # StaleState: another invocation acted
+            return plan
+
+        def gave_up() -> Plan:
+            logger.warning("scheduling pass gave up after repeated races; the next event retries")
+            return Plan()
+
+        return until_settled(pass_once, _SCHEDULING_ROUNDS, gave_up)
 
     def _plan(self) -> tuple[Holders, Plan]:
         held = self.store.holders()
@@ -406,3 +402,14 @@ class QueueService:
 
     def _submitted(self, job: Job, created: bool) -> Submitted:
         return Submitted(job, self.outlook(job), created)
+
+
+def _busy(what: str, during: str = "") -> Callable[[], NoReturn]:
+    """What a request that kept losing races answers: 409, try again."""
+
+    def refuse() -> NoReturn:
+        if during:
+            raise JobConflict(f"{what} kept changing {during}; try again")
+        raise JobConflict(f"{what} is changing state too often; try again")
+
+    return refuse
