@@ -16,6 +16,7 @@ from tabulate import tabulate
 from job_queue.models import Job, JobState
 from job_queue.scheduler import ActiveJob, Policy, WaitingJob, queue_order
 from job_queue.scheduler.forecast import HORIZON, RunHistory, expected_starts
+from job_queue.scheduler.snapshot import Snapshot
 
 P5 = "ml.p5.48xlarge"
 
@@ -49,7 +50,7 @@ def _replay(depth: int, runs: int = 3) -> dict:
     times = []
     for _ in range(runs):
         started = time.process_time()
-        expected = expected_starts(waiting, active, {P5: 2}, 1000.0, history, Policy())
+        expected = expected_starts(Snapshot(1000.0, {P5: 2}, active), waiting, history, Policy())
         times.append(time.process_time() - started)
     return {"replay_cpu_ms": round(min(times) * 1000, 1), "jobs_with_an_estimate": len(expected)}
 

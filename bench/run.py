@@ -4,7 +4,7 @@
     python bench/run.py --quick    # smaller depths and no full-trace replay
     python bench/run.py --only checkpoints   # one section
 
-Writes bench/results/{quality,shares,warm_pools,checkpoints,cost,outlook,speed}.{md,json} and
+Writes bench/results/{quality,shares,warm_pools,checkpoints,cost,calls,outlook,speed}.{md,json} and
 prints the tables.
 """
 
@@ -22,6 +22,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
+from calls import calls, calls_table
 from checkpoints import checkpoints, checkpoints_table
 from cost import cost, cost_table
 from outlook import outlook, outlook_table
@@ -50,6 +51,7 @@ def main() -> None:
             lambda: cost([10, 100] if args.quick else [10, 100, 1000, 10000]),
             cost_table,
         ),
+        ("calls", "DynamoDB calls per operation", calls, calls_table),
         (
             "outlook",
             "Expected start times",

@@ -107,16 +107,13 @@ class WantedReleases:
     priority matched (a warm start given away): it reads, after each pass that releases a
     pool, the rest of the head priority's jobs, which the pass itself may not have read."""
 
-    def __init__(self, shares=(), plans=()) -> None:
-        self.count, self.shares, self.plans = 0, shares, plans
+    def __init__(self) -> None:
+        self.count = 0
 
-    def __call__(self, active, waiting, capacity, now, policy, pools=()):
+    def __call__(self, seen, waiting, policy):
         read: list = []
         waiting = iter(waiting)
-        recorded = _recorded(waiting, read)
-        plan = queue_decision(
-            active, recorded, capacity, now, policy, pools, self.shares, self.plans
-        )
+        plan = queue_decision(seen, _recorded(waiting, read), policy)
         if plan.releases:
             started = {job.name for job in plan.starts}
             left = [job for job in read if job.name not in started]
@@ -150,7 +147,7 @@ def warm_pools() -> dict:
     for label, (keep_alive, policy, decide, *layout) in runs().items():
         shared, plans = (*layout, (), ())[:2]
         settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared, plans=plans)
-        counted = WantedReleases(shared, plans) if decide is None else None
+        counted = WantedReleases() if decide is None else None
         answer = report(simulate(teams if shared else jobs, settings, decide=decide or counted))
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}

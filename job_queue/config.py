@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
@@ -14,6 +15,7 @@ from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
+from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import (
     SharesError,
     check_ceilings,
@@ -21,6 +23,9 @@ from job_queue.share_config import (
     parse_shares,
     plan_entries_of,
 )
+
+if TYPE_CHECKING:
+    from job_queue.store import Holders
 
 
 class ConfigError(ValueError):
@@ -252,6 +257,18 @@ class Layout:
             return None
         reserved = [r.count for plan in plans for r in plan.reservations]
         return max([self.capacity.get(itype, 0), *reserved])
+
+    def seen(self, held: Holders, now: float) -> Snapshot:
+        """What a pass sees in this layout, from the holders just read (``held``)."""
+        return Snapshot(
+            now,
+            self.capacity,
+            held.jobs,
+            held.idle_pools(now),
+            held.outside,
+            self.plans,
+            self.shares,
+        )
 
 
 def check_plan_roles(plans: Iterable[TrainingPlan], allowed: frozenset[str], where: str) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from job_queue import outlook, paging
 from job_queue.config import Layout, Settings
 from job_queue.scheduler import WaitingJob, positions
-from job_queue.scheduler.forecast import ExpectedStart
+from job_queue.scheduler.forecast import ExpectedStart, RunHistory
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
 
@@ -33,6 +33,7 @@ def list_page(
     settings: Settings,
     held: Holders,
     layout: Layout,
+    history: RunHistory,
     now: float,
     limit: int = paging.DEFAULT_LIMIT,
     token: str | None = None,
@@ -51,7 +52,10 @@ def list_page(
     before = sum(start.line.single.values()) + len(start.line.multi)
     places = positions(page, start.line)
     whole = start.after is None and not more  # the page is the whole queue
-    expected = outlook.expected_starts(store, settings, held, layout, now, page if whole else None)
+    seen = layout.seen(held, now)
+    expected = outlook.expected_starts(
+        store.reading(), settings.policy, seen, history, page if whole else None
+    )
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.
     known = before + len(page) + more

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from job_queue import tags, warm_pools
+from job_queue import warm_pools
 
 
 class JobState(StrEnum):
@@ -158,6 +158,7 @@ class Job:
     training_plan: str | None = None  # its current attempt runs on this training plan (ARN)
     helpers: Demand = field(default_factory=dict)  # uncapped instances: shown, never counted
     submitted_by: str | None = None  # the caller's IAM ARN (None: queued before it was kept)
+    checkpoint: Checkpointing | None = None  # how it saves its progress (its checkpoint tag)
     history: tuple[AuditEntry, ...] = ()  # who did what, oldest first
 
     @property
@@ -176,15 +177,6 @@ class Job:
     def warm_key(self) -> str | None:
         """The configuration a warm pool is matched on (None: it can use none)."""
         return warm_pools.warm_key(self.request)
-
-    @property
-    def checkpoint(self) -> Checkpointing | None:
-        """How it saves its progress (its ``checkpoint`` tag; None: not declared)."""
-        value = tags.value(self.request.get("Tags"), tags.CHECKPOINT)
-        try:
-            return None if value is None else Checkpointing.parse(value)
-        except ValueError:
-            return None  # refused at submission; an older item may still hold one
 
     @property
     def checkpoint_uri(self) -> str | None:

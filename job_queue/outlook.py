@@ -1,10 +1,10 @@
 """A waiting job's outlook — its place in line and when it is expected to start — from the
 table as it is now (the replay itself is the pure :mod:`job_queue.scheduler.forecast`).
 
-Both cost the same few reads however deep the queue is: the holders, the first
+Both cost the same few reads however deep the queue is: the first
 :data:`~job_queue.scheduler.forecast.HORIZON` waiting jobs of each partition, and the run-time
-history. A job further back than that has no place or estimate, only the knowledge that more
-than HORIZON jobs are ahead of it.
+history (the holders are the snapshot's, read once per invocation). A job further back than
+that has no place or estimate, only the knowledge that more than HORIZON jobs are ahead of it.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from job_queue.config import Layout, Settings
 from job_queue.models import Job
-from job_queue.scheduler import WaitingJob, forecast, positions, queue_order
-from job_queue.scheduler.forecast import HORIZON, ExpectedStart, partition
-from job_queue.store import DynamoJobStore, Holders
+from job_queue.scheduler import Policy, WaitingJob, forecast, positions, queue_order
+from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory, partition
+from job_queue.scheduler.snapshot import Snapshot
+from job_queue.store.queue_reading import QueueReading
 
 
 @dataclass(frozen=True)
@@ -30,26 +30,32 @@ class Outlook:
 
 
 def outlook_of(
-    store: DynamoJobStore, settings: Settings, held: Holders, layout: Layout, job: Job, now: float
+    reading: QueueReading,
+    policy: Policy,
+    seen: Snapshot,
+    job: Job,
+    history: RunHistory,
+    started: frozenset[str] = frozenset(),
 ) -> Outlook:
-    """``job``'s outlook (``held``: the holders just read)."""
+    """``job``'s outlook from ``seen`` (what a pass sees now), the queue as ``reading``
+    reads it, and the run-time history (``started``: jobs the reading still shows waiting
+    that a pass has started since)."""
     if not job.state.is_waiting:
         return Outlook()
-    waiting = waiting_within_horizon(store, layout)
+    waiting = [j for j in waiting_within_horizon(reading, seen) if j.name not in started]
     position = settled_places(waiting).get(job.name)
-    expected = expected_starts(store, settings, held, layout, now, waiting).get(job.name)
+    expected = expected_starts(reading, policy, seen, history, waiting).get(job.name)
     return Outlook(position, expected, None if position is not None else HORIZON)
 
 
-def waiting_within_horizon(store: DynamoJobStore, layout: Layout) -> list[WaitingJob]:
+def waiting_within_horizon(reading: QueueReading, seen: Snapshot) -> list[WaitingJob]:
     """The waiting jobs a replay plays, read lazily: a partition is read no further once
     it gave the horizon's jobs."""
     read: Counter[tuple[str, str | None]] = Counter()
-    partitions = [s.name for s in layout.shares] or [None]  # as a pass reads them
+    partitions = [s.name for s in seen.shares] or [None]  # as a pass reads them
     jobs = []
-    for job in store.waiting(
-        list(layout.capacity), lambda itype, share: read[itype, share] < HORIZON, partitions
-    ):
+    wanted = lambda itype, share: read[itype, share] < HORIZON  # noqa: E731
+    for job in reading.waiting(list(seen.capacity), wanted, partitions, expect=HORIZON):
         read[partition(job)] += 1
         jobs.append(job)
     return jobs
@@ -74,28 +80,16 @@ def settled_places(waiting: Sequence[WaitingJob]) -> dict[str, int]:
 
 
 def expected_starts(
-    store: DynamoJobStore,
-    settings: Settings,
-    held: Holders,
-    layout: Layout,
-    now: float,
+    reading: QueueReading,
+    policy: Policy,
+    seen: Snapshot,
+    history: RunHistory,
     waiting: Sequence[WaitingJob] | None = None,
 ) -> dict[str, ExpectedStart]:
     """Every waiting job's expected start within the horizon (``waiting``: the queue in
     order, if already read)."""
     if waiting is None:
-        waiting = waiting_within_horizon(store, layout)
-    if layout.shares:  # as a pass: jobs queued before there were shares are not offered
+        waiting = waiting_within_horizon(reading, seen)
+    if seen.shares:  # as a pass: jobs queued before there were shares are not offered
         waiting = [job for job in waiting if job.share is not None]
-    return forecast.expected_starts(
-        waiting,
-        held.jobs,
-        layout.capacity,
-        now,
-        store.run_history(),
-        settings.policy,
-        layout.shares,
-        held.idle_pools(now),
-        held.outside,
-        layout.plans,
-    )
+    return forecast.expected_starts(seen, waiting, history, policy)

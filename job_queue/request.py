@@ -31,7 +31,8 @@ REQUIRED_FIELDS = (
 
 @dataclass(frozen=True)
 class Submission:
-    """A request of a valid shape: what the queue needs to know, and the request to send."""
+    """A request of a valid shape: what the queue needs to know (its tags parsed once,
+    here), and the request to send."""
 
     name: str
     priority: int
@@ -39,6 +40,7 @@ class Submission:
     request: Mapping
     request_hash: str
     share: str | None = None  # the ``share`` tag, if any
+    checkpoint: Checkpointing | None = None  # the ``checkpoint`` tag, if any
     groups: bool = False  # the demand comes from ResourceConfig.InstanceGroups
 
     @property
@@ -105,11 +107,11 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
         )
     warm_pools.check_keep_alive(request)
     priority = priority_of(request.get("Tags"))
-    checkpoint_of(request)
     return Submission(
         name=job_name,
         priority=priority,
         share=share_of(request.get("Tags")),
+        checkpoint=checkpoint_of(request),
         demand=demand,
         request=request,
         request_hash=hashlib.sha256(

@@ -5,9 +5,9 @@ changed meanwhile), read again and decide again, a bounded number of times."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
-from job_queue.errors import StaleState
+from job_queue.errors import JobConflict, StaleState
 
 T = TypeVar("T")
 
@@ -26,3 +26,14 @@ def until_settled(attempt: Callable[[], T], rounds: int, gave_up: Callable[[], T
         except StaleState:
             continue
     return gave_up()
+
+
+def busy(what: str, during: str = "") -> Callable[[], NoReturn]:
+    """What a request that kept losing races answers: 409, try again."""
+
+    def refuse() -> NoReturn:
+        if during:
+            raise JobConflict(f"{what} kept changing {during}; try again")
+        raise JobConflict(f"{what} is changing state too often; try again")
+
+    return refuse

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
 
 from aws_lambda_powertools import Logger
 
@@ -25,20 +24,19 @@ from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
-from job_queue.retry import until_settled
+from job_queue.retry import busy, until_settled
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import (
     ActiveJob,
     LostWork,
     Plan,
-    Planner,
 )
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
-from job_queue.scheduler.snapshot import OutsideJob, WarmPool
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
+from job_queue.scheduling import Scheduled, plan_pass
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
-from job_queue.store.table import UNCAPPED
 
 logger = Logger(child=True)
 
@@ -87,8 +85,13 @@ class QueueService:
     # -- API -------------------------------------------------------------------------------
 
     def submit(self, request: dict, caller: Caller) -> Submitted:
-        """Queue a CreateTrainingJob request; an identical resubmission returns the job."""
-        layout = self.layout()
+        """Queue a CreateTrainingJob request; an identical resubmission returns the job.
+
+        The holders are read once (with the run-time history, in one call): the layout, the
+        pass and the answer's outlook all start from that reading (a pass that loses a race
+        reads them again)."""
+        held, history = self.store.holders_and_history()
+        layout = self.layout(held)
         submission = validate_submission(request, self.settings.allowed_role_arns)
         admitted = admit(submission, layout)
         share = admitted.share
@@ -99,35 +102,45 @@ class QueueService:
         queued = checkpoints.with_default_location(
             queued, self.settings.checkpoint_s3_uri, submission.name
         )
-        existing = self.store.get(submission.name)
-        if existing is None:
-            now = self.clock()
-            job = Job(
-                name=submission.name,
-                priority=submission.priority,
-                seq=self.store.next_seq(),
-                demand=admitted.demand,
-                helpers=admitted.helpers,
-                state=JobState.PENDING,
-                submitted_at=now,
-                request=queued,
-                request_hash=submission.request_hash,
-                share=share,
-                submitted_by=caller.arn,
-                history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
-            )
-            if self.store.add(job):
-                self._actions.changed(job, JobState.PENDING, now, submitted=True)
-                logger.info("job queued", extra={"job": job.name, "priority": job.priority})
-                self.schedule()
-                return self._submitted(self.store.get(job.name), created=True)
-            existing = self.store.get(submission.name)  # a concurrent submission won
-        if existing.request_hash != submission.request_hash:
-            raise JobConflict(
-                f"a job named {submission.name} already exists ({existing.state}) with a "
-                "different request; choose another TrainingJobName"
-            )
-        return self._submitted(existing, created=False)
+        now = self.clock()
+        job = Job(
+            name=submission.name,
+            priority=submission.priority,
+            seq=self.store.next_seq(),
+            demand=admitted.demand,
+            helpers=admitted.helpers,
+            state=JobState.PENDING,
+            submitted_at=now,
+            request=queued,
+            request_hash=submission.request_hash,
+            share=share,
+            submitted_by=caller.arn,
+            history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
+            checkpoint=submission.checkpoint,
+        )
+        if not self.store.add(job):  # a job of that name is queued already
+            existing = self.store.get(submission.name)
+            if existing.request_hash != submission.request_hash:
+                raise JobConflict(
+                    f"a job named {submission.name} already exists ({existing.state}) with a "
+                    "different request; choose another TrainingJobName"
+                )
+            if not existing.state.is_waiting:
+                return Submitted(existing, Outlook(), created=False)
+            seen = layout.seen(held, self.clock())
+            answer = outlook_of(self.store.reading(), self.settings.policy, seen, existing, history)
+            return Submitted(existing, answer, created=False)
+        self._actions.changed(job, JobState.PENDING, now, submitted=True)
+        logger.info("job queued", extra={"job": job.name, "priority": job.priority})
+        scheduled = self.schedule(held)
+        started = started_names(scheduled.plan)
+        if job.name in started:
+            return Submitted(self.get(job.name), Outlook(), created=True)  # with its attempt
+        # Its place in line reads on from where the pass stopped reading the queue.
+        answer = outlook_of(
+            scheduled.reading, self.settings.policy, scheduled.seen, job, history, started
+        )
+        return Submitted(job, answer, created=True)
 
     def get(self, name: str) -> Job:
         job = self.store.get(name)
@@ -139,9 +152,9 @@ class QueueService:
         """A waiting job's place in line and expected start (:mod:`job_queue.outlook`)."""
         if not job.state.is_waiting:
             return Outlook()
-        held = self.store.holders()
-        layout = self.layout(held)
-        return outlook_of(self.store, self.settings, held, layout, job, self.clock())
+        held, history = self.store.holders_and_history()
+        seen = self.layout(held).seen(held, self.clock())
+        return outlook_of(self.store.reading(), self.settings.policy, seen, job, history)
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
@@ -151,9 +164,10 @@ class QueueService:
 
     def listing(self, limit: int, token: str | None = None) -> Listing:
         """One page of the queue: the holders, and ``limit`` waiting jobs from ``token``."""
-        held = self.store.holders()
+        held, history = self.store.holders_and_history()
+        layout = self.layout(held)
         return list_page(
-            self.store, self.settings, held, self.layout(held), self.clock(), limit, token
+            self.store, self.settings, held, layout, history, self.clock(), limit, token
         )
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
@@ -179,7 +193,7 @@ class QueueService:
             text, deployed = dumps_shares(shares), self.settings.shares_text
             self.store.set_shares(text, deployed, held.version, caller.arn, self.clock())
 
-        until_settled(replace_once, _RETRIES, _busy("the queue", "while the shares were replaced"))
+        until_settled(replace_once, _RETRIES, busy("the queue", "while the shares were replaced"))
         logger.info("shares changed", extra={"shares": [s.name for s in shares]})
         self.schedule()
         return self.layout()
@@ -203,7 +217,7 @@ class QueueService:
                 self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
             return job, now
 
-        job, now = until_settled(cancel_once, _RETRIES, _busy(f"job {name}"))
+        job, now = until_settled(cancel_once, _RETRIES, busy(f"job {name}"))
         if now is None:
             return job
         to = JobState.CANCELLED if job.state.is_waiting else JobState.CANCELLING
@@ -220,15 +234,16 @@ class QueueService:
         submitter or an admin may, and only an admin above the priority ceiling."""
         priority = parse_priority(value)
 
-        def change_once() -> tuple[Job, bool]:
+        def change_once() -> tuple[Job, Holders | None]:
             job = self.get(name)
             access.check_owner(caller, name, job.submitted_by, "change the priority of")
             if job.state.is_finished or job.state == JobState.CANCELLING:
                 raise JobConflict(f"job {name} is {job.state}; its priority can no longer change")
             if job.priority == priority:
-                return job, False
+                return job, None
+            held = self.store.holders()
             access.check_priority_change(
-                caller, job.priority, priority, self._ceiling(self.layout(), job.share)
+                caller, job.priority, priority, self._ceiling(self.layout(held), job.share)
             )
             now = self.clock()
             audit = AuditEntry(
@@ -239,13 +254,14 @@ class QueueService:
                 to_priority=priority,
             )
             self.store.change_priority(job, priority, now, audit)
-            return job, True
+            return job, held
 
-        job, changed = until_settled(change_once, _RETRIES, _busy(f"job {name}"))
-        if not changed:
-            return job
+        job, held = until_settled(change_once, _RETRIES, busy(f"job {name}"))
+        if held is None:
+            return job  # it had that priority already
         logger.info("priority changed", extra={"job": name, "from": job.priority, "to": priority})
-        self.schedule()
+        # A waiting job's change leaves the holders as read; an active job's entry moved on.
+        self.schedule(held if job.state.is_waiting else None)
         return self.get(name)
 
     # -- SageMaker events and the sweep ----------------------------------------------------
@@ -334,53 +350,30 @@ class QueueService:
 
     # -- scheduling ------------------------------------------------------------------------
 
-    def schedule(self) -> Plan:
-        """One scheduling pass: read the holders and as much of the queue as needed, plan,
-        act. A lost race (another invocation changed the holders) re-reads and plans again.
-        """
+    def schedule(self, held: Holders | None = None) -> Scheduled:
+        """One scheduling pass: read the holders (``held``: as this invocation just read
+        them) and as much of the queue as needed, plan, act. A lost race (another invocation
+        changed the holders) reads them again and plans again."""
+        last: Scheduled | None = None  # set by the first round
 
-        def pass_once() -> Plan:
-            held, plan = self._plan()
-            if not plan.empty:
-                self._actions.carry_out(plan, held)  # StaleState: another invocation acted
-            return plan
+        def pass_once() -> Scheduled:
+            nonlocal held, last
+            current, held = held or self.store.holders(), None  # a retry reads them anew
+            layout = self.layout(current)
+            seen, reading = layout.seen(current, self.clock()), self.store.reading()
+            last = Scheduled(Plan(), seen, reading)
+            self.report.record_usage(seen.active, seen.pools, layout, seen.outside, seen.now)
+            lost_work = LostWork(seen.now, self._saved_at)
+            decided = plan_pass(seen, layout, reading, self.settings.policy, lost_work)
+            if not decided.empty:
+                self._actions.carry_out(decided, current)  # StaleState: another acted first
+            return Scheduled(decided, after(seen, decided), reading)
 
-        def gave_up() -> Plan:
+        def gave_up() -> Scheduled:
             logger.warning("scheduling pass gave up after repeated races; the next event retries")
-            return Plan()
+            return last
 
         return until_settled(pass_once, _SCHEDULING_ROUNDS, gave_up)
-
-    def _plan(self) -> tuple[Holders, Plan]:
-        held = self.store.holders()
-        layout = self.layout(held)
-        now = self.clock()
-        pools = held.idle_pools(now)
-        self.report.record_usage(held.jobs, pools, layout, held.outside, now)
-        planner = Planner(
-            held.jobs,
-            layout.capacity,
-            now,
-            self.settings.policy,
-            pools,
-            held.outside,
-            layout.plans,
-            LostWork(now, self._saved_at),
-            layout.shares,
-        )
-        partitions = [s.name for s in layout.shares] or [None]
-        if layout.uncapped:
-            # Jobs on uncapped types only start at once, whatever waits for capped ones.
-            shares = list(dict.fromkeys([None, *partitions]))
-            for waiting in self.store.waiting([UNCAPPED], shares=shares, multi=False):
-                planner.offer(waiting)
-        # The planner says which instance types are still open, so the store stops reading
-        # a type's queue once a job of that type is held back.
-        for waiting in self.store.waiting(list(layout.capacity), planner.is_open, partitions):
-            planner.offer(waiting)
-            if not planner.open_types:
-                break
-        return held, planner.plan()
 
     # -- training plans ----------------------------------------------------------------------
 
@@ -399,17 +392,3 @@ class QueueService:
 
     def _ceiling(self, layout: Layout, share: str | None) -> access.Ceiling:
         return access.ceiling(self.settings.max_priority, layout.share(share))
-
-    def _submitted(self, job: Job, created: bool) -> Submitted:
-        return Submitted(job, self.outlook(job), created)
-
-
-def _busy(what: str, during: str = "") -> Callable[[], NoReturn]:
-    """What a request that kept losing races answers: 409, try again."""
-
-    def refuse() -> NoReturn:
-        if during:
-            raise JobConflict(f"{what} kept changing {during}; try again")
-        raise JobConflict(f"{what} is changing state too often; try again")
-
-    return refuse

@@ -19,7 +19,15 @@
 from job_queue.scheduler.order import LostWork, lost_work, positions, preemption_order, queue_order
 from job_queue.scheduler.planner import Planner, plan
 from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
-from job_queue.scheduler.snapshot import ActiveJob, Plan, Policy, Preemption, WaitingJob
+from job_queue.scheduler.snapshot import (
+    ActiveJob,
+    Plan,
+    Policy,
+    Preemption,
+    Snapshot,
+    WaitingJob,
+    after,
+)
 from job_queue.scheduler.victims import choose_victims
 
 __all__ = [
@@ -31,8 +39,10 @@ __all__ = [
     "Preemption",
     "Share",
     "ShareLedger",
+    "Snapshot",
     "Strategy",
     "WaitingJob",
+    "after",
     "choose_victims",
     "lost_work",
     "plan",

@@ -34,9 +34,14 @@ from dataclasses import dataclass, replace
 from job_queue.models import Demand, JobState
 from job_queue.scheduler.order import queue_order
 from job_queue.scheduler.planner import plan
-from job_queue.scheduler.reservations import TrainingPlan
-from job_queue.scheduler.shares import Share
-from job_queue.scheduler.snapshot import ActiveJob, OutsideJob, Policy, WaitingJob, WarmPool
+from job_queue.scheduler.snapshot import (
+    ActiveJob,
+    Policy,
+    Snapshot,
+    WaitingJob,
+    after,
+    started_names,
+)
 
 HORIZON = 100  # waiting jobs per partition (instance type, share) the replay plays
 MAX_PASSES = 1000
@@ -95,38 +100,25 @@ def within_horizon(waiting: Iterable[WaitingJob], horizon: int = HORIZON) -> lis
 
 
 def expected_starts(
-    waiting: Sequence[WaitingJob],
-    active: Sequence[ActiveJob],
-    capacity: Mapping[str, int],
-    now: float,
-    history: RunHistory,
-    policy: Policy,
-    shares: Sequence[Share] = (),
-    pools: Sequence[WarmPool] = (),
-    outside: Sequence[OutsideJob] = (),
-    plans: Sequence[TrainingPlan] = (),
+    seen: Snapshot, waiting: Sequence[WaitingJob], history: RunHistory, policy: Policy
 ) -> dict[str, ExpectedStart]:
-    """Each waiting job's expected start (``waiting`` in queue order; only those
-    :func:`within_horizon` keeps are played, and jobs the replays never start are absent)."""
+    """Each waiting job's expected start from ``seen`` (``waiting`` in queue order; only
+    those :func:`within_horizon` keeps are played, and jobs the replays never start are
+    absent)."""
     waiting = within_horizon(waiting)
 
     def likely(job: WaitingJob | ActiveJob) -> float:
         typical = history.typical(job)
         return policy.bound(job.max_runtime) if typical is None else typical
 
-    def replay(run_time: RunTime) -> dict[str, float]:
-        return _Replay(
-            waiting, active, capacity, now, run_time, policy, shares, pools, outside, plans
-        ).run()
-
-    latest = replay(lambda job: policy.bound(job.max_runtime))
-    usual = replay(likely)
+    latest = _Replay(seen, waiting, lambda job: policy.bound(job.max_runtime), policy).run()
+    usual = _Replay(seen, waiting, likely, policy).run()
     # The history behind the estimate: that of every job it competes with for instances.
-    seen: dict[tuple[str, int], int] = {}
-    for job in [*active, *waiting]:
-        seen[run_key(job.demand, job.priority)] = history.count(job)
+    seen_runs: dict[tuple[str, int], int] = {}
+    for job in [*seen.active, *waiting]:
+        seen_runs[run_key(job.demand, job.priority)] = history.count(job)
     based_on = {
-        itype: sum(n for (label, _), n in seen.items() if itype in label.split("+"))
+        itype: sum(n for (label, _), n in seen_runs.items() if itype in label.split("+"))
         for itype in {t for job in waiting for t in job.demand}
     }
     expected = {}
@@ -145,35 +137,22 @@ class _Replay:
     """One replay on a virtual clock: which waiting job starts when."""
 
     def __init__(
-        self,
-        waiting,
-        active,
-        capacity,
-        now,
-        run_time: RunTime,
-        policy,
-        shares,
-        pools,
-        outside,
-        plans,
+        self, seen: Snapshot, waiting: Sequence[WaitingJob], run_time: RunTime, policy: Policy
     ) -> None:
-        self.now = now
+        self.seen = seen
         self.run_time = run_time
-        self.settings = dict(
-            capacity=capacity, policy=policy, shares=shares, outside=outside, plans=plans
-        )
+        self.policy = policy
         self.waiting = sorted(((queue_order(j), j) for j in waiting), key=lambda pair: pair[0])
-        self.pools = {pool.name: pool for pool in pools}
         self.started: dict[str, float] = {}
         self.wanted = {job.name for job in waiting}
-        # Active jobs, and when each ends (a stopping one frees its instances soon).
-        self.active: dict[str, tuple[ActiveJob, float]] = {}
-        for job in active:
+        # When each active job ends (a stopping one frees its instances soon).
+        self.ends: dict[str, float] = {}
+        for job in seen.active:
             if job.state.is_stopping:
-                self.active[job.name] = (job, now + STOP_S)
+                self.ends[job.name] = seen.now + STOP_S
             else:
                 end = job.started_at + run_time(job)
-                self.active[job.name] = (job, max(end, now + OVERDUE_S))
+                self.ends[job.name] = max(end, seen.now + OVERDUE_S)
 
     def run(self) -> dict[str, float]:
         for _ in range(MAX_PASSES):
@@ -183,71 +162,47 @@ class _Replay:
             later = self._next_change()
             if later is None:
                 break
-            self.now = later
+            self.seen = self.seen.at(later)
             self._end_attempts()
         return self.started
 
     def _pass(self) -> None:
-        decided = plan(
-            (job for _, job in self.waiting),
-            [job for job, _ in self.active.values()],
-            self.settings["capacity"],
-            self.now,
-            self.settings["policy"],
-            self.settings["shares"],
-            list(self.pools.values()),
-            self.settings["outside"],
-            self.settings["plans"],
-        )
-        for release in decided.releases:
-            self.pools.pop(release.pool.name, None)
+        now = self.seen.now
+        decided = plan(self.seen, (job for _, job in self.waiting), self.policy)
+        self.seen = after(self.seen, decided)
         for preemption in decided.preemptions:
-            victim, _ = self.active[preemption.victim.name]
-            stopping = replace(victim, state=JobState.PREEMPTING)
-            self.active[victim.name] = (stopping, self.now + STOP_S)
-        started = {job.name for job in decided.starts}
-        if started:
+            self.ends[preemption.victim.name] = now + STOP_S
+        if decided.starts:
+            started = started_names(decided)
             self.waiting = [(key, j) for key, j in self.waiting if j.name not in started]
         for job in decided.starts:
-            pool = decided.warm.get(job.name)
-            if pool is not None:
-                self.pools.pop(pool.name, None)
-            self.started.setdefault(job.name, self.now)
-            running = ActiveJob(
-                job.name,
-                job.priority,
-                job.seq,
-                job.demand,
-                JobState.RUNNING,
-                self.now,
-                job.max_runtime,
-                job.share,
-                job.helpers,
-                decided.plans.get(job.name),
-                job.checkpoint,
-            )
-            self.active[job.name] = (running, self.now + self.run_time(job))
+            self.started.setdefault(job.name, now)
+            self.ends[job.name] = now + self.run_time(job)
 
     def _next_change(self) -> float | None:
         """The earliest time after now at which a pass could decide something new."""
-        times = [end for _, end in self.active.values()]
+        now = self.seen.now
+        times = list(self.ends.values())
         times += [job.not_before for _, job in self.waiting]
-        policy: Policy = self.settings["policy"]
-        if policy.min_run_s and policy.preemption:
+        if self.policy.min_run_s and self.policy.preemption:
             times += [
-                job.started_at + policy.min_run_s
-                for job, _ in self.active.values()
+                job.started_at + self.policy.min_run_s
+                for job in self.seen.active
                 if job.state is JobState.RUNNING
             ]
-        times += [p.next_change(self.now) or math.inf for p in self.settings["plans"]]
-        later = min((t for t in times if t > self.now), default=math.inf)
+        times += [p.next_change(now) or math.inf for p in self.seen.plans]
+        later = min((t for t in times if t > now), default=math.inf)
         return None if later == math.inf else later
 
     def _end_attempts(self) -> None:
-        for name, (job, end) in list(self.active.items()):
-            if end > self.now:
+        now = self.seen.now
+        ended = {name for name, end in self.ends.items() if end <= now}
+        if not ended:
+            return
+        for job in self.seen.active:
+            if job.name not in ended:
                 continue
-            del self.active[name]
+            del self.ends[job.name]
             if job.state is JobState.PREEMPTING:
                 back = WaitingJob(
                     job.name,
@@ -261,3 +216,5 @@ class _Replay:
                     checkpoint=job.checkpoint,
                 )
                 bisect.insort(self.waiting, (queue_order(back), back), key=lambda pair: pair[0])
+        active = tuple(job for job in self.seen.active if job.name not in ended)
+        self.seen = replace(self.seen, active=active)

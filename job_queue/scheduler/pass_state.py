@@ -8,23 +8,22 @@ preemption candidates, and what the pass has decided so far. The single queue is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler import reservations
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import LostWork, preemption_candidates
 from job_queue.scheduler.pools import IdlePools
-from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.room import Eligible, Room, instances_for
 from job_queue.scheduler.shares import Share, ShareLedger, Strategy, total_capacity
 from job_queue.scheduler.snapshot import (
     ActiveJob,
-    OutsideJob,
     Plan,
     Policy,
     Preemption,
     Release,
+    Snapshot,
     WaitingJob,
     WarmPool,
 )
@@ -36,18 +35,9 @@ WHOLE_QUEUE = "(queue)"  # the single queue's one share
 class PassState:
     """The counts one pass decides on, and the decisions so far (see :class:`Planner`)."""
 
-    def __init__(
-        self,
-        active: Iterable[ActiveJob],
-        capacity: Mapping[str, int],
-        now: float,
-        policy: Policy,
-        pools: Iterable[WarmPool],
-        outside: Iterable[OutsideJob],
-        plans: Sequence[TrainingPlan],
-        lost_work: LostWork | None,
-        shares: Sequence[Share],
-    ) -> None:
+    def __init__(self, seen: Snapshot, policy: Policy, lost_work: LostWork | None) -> None:
+        now, capacity, shares, plans = seen.now, seen.capacity, seen.shares, seen.plans
+        active, pools, outside = seen.active, seen.pools, seen.outside
         self._plans = tuple(plans)
         self._now, self._policy = now, policy
         self._lost = lost_work or LostWork(now)

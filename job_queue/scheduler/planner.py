@@ -61,20 +61,19 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 
 from job_queue.scheduler import affinity, reservations
 from job_queue.scheduler.affinity import Deferral
 from job_queue.scheduler.backfill import latest_start
 from job_queue.scheduler.order import LostWork, least_lost_first
 from job_queue.scheduler.pass_state import WHOLE_QUEUE, PassState
-from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import Share, ShareLedger
 from job_queue.scheduler.snapshot import (
     ActiveJob,
-    OutsideJob,
     Plan,
     Policy,
+    Snapshot,
     WaitingJob,
     WarmPool,
 )
@@ -91,31 +90,22 @@ class Planner(PassState):
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
     as soon as no instance type can take another job (``open_types`` is empty)::
 
-        planner = Planner(active, capacity={"ml.p5.48xlarge": 2}, now=now)
+        planner = Planner(Snapshot(now, {"ml.p5.48xlarge": 2}, active))
         for job in waiting_in_queue_order:
             planner.offer(job)
             if not planner.open_types:
                 break
         plan = planner.plan()
 
-    With ``shares``, the capacity is the sum of the shares' limits.
+    With quota shares in the snapshot, the capacity is the sum of the shares' limits.
     """
 
     def __init__(
-        self,
-        active: Iterable[ActiveJob],
-        capacity: Mapping[str, int],
-        now: float,
-        policy: Policy = DEFAULT_POLICY,
-        pools: Iterable[WarmPool] = (),
-        outside: Iterable[OutsideJob] = (),
-        plans: Sequence[TrainingPlan] = (),
-        lost_work: LostWork | None = None,
-        shares: Sequence[Share] = (),
+        self, seen: Snapshot, policy: Policy = DEFAULT_POLICY, lost_work: LostWork | None = None
     ) -> None:
         """``lost_work`` estimates what stopping a running job throws away (by default from
         what the jobs declare alone)."""
-        super().__init__(active, capacity, now, policy, pools, outside, plans, lost_work, shares)
+        super().__init__(seen, policy, lost_work)
         self._collected: dict[tuple[str, str], int] = {}
         self._borrowers: list[WaitingJob] = []  # in queue order
         self._deferred: dict[tuple[str, str], Deferral] = {}  # jobs letting matches go first
@@ -408,19 +398,13 @@ class Planner(PassState):
 
 
 def plan(
+    seen: Snapshot,
     waiting: Iterable[WaitingJob],
-    active: Iterable[ActiveJob],
-    capacity: Mapping[str, int],
-    now: float,
     policy: Policy = DEFAULT_POLICY,
-    shares: Sequence[Share] = (),
-    pools: Iterable[WarmPool] = (),
-    outside: Iterable[OutsideJob] = (),
-    plans: Sequence[TrainingPlan] = (),
     lost_work: LostWork | None = None,
 ) -> Plan:
     """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
-    planner = Planner(active, capacity, now, policy, pools, outside, plans, lost_work, shares)
+    planner = Planner(seen, policy, lost_work)
     for job in waiting:
         planner.offer(job)
         if not planner.open_types:

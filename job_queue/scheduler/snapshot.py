@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from job_queue.models import Checkpointing, Demand, JobState
+
+if TYPE_CHECKING:
+    from job_queue.scheduler.reservations import TrainingPlan
+    from job_queue.scheduler.shares import Share
 
 
 @dataclass(frozen=True)
@@ -175,3 +180,84 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not self.starts and not self.preemptions and not self.releases
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a pass sees, read once per invocation: the time, the layout (capacity, quota
+    shares, training plans), and what holds instances (active jobs, idle warm pools, jobs
+    started outside the queue). The waiting jobs are not part of it: a pass reads the queue
+    lazily, only as far as it needs.
+
+    Example::
+
+        seen = Snapshot(now, {"ml.p5.48xlarge": 2}, active=running_jobs)
+        decided = plan(seen, waiting_in_queue_order)
+        seen = after(seen, decided)
+    """
+
+    now: float
+    capacity: Mapping[str, int]
+    active: tuple[ActiveJob, ...] = ()
+    pools: tuple[WarmPool, ...] = ()  # idle ones
+    outside: tuple[OutsideJob, ...] = ()
+    plans: tuple[TrainingPlan, ...] = ()
+    shares: tuple[Share, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("active", "pools", "outside", "plans", "shares"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+
+    def at(self, now: float) -> Snapshot:
+        """The same holders, seen at ``now``."""
+        return replace(self, now=now)
+
+
+def running(job: WaitingJob, since: float, plan: str | None = None) -> ActiveJob:
+    """``job`` once its attempt started at ``since`` (on training plan ``plan``, if any)."""
+    return ActiveJob(
+        job.name,
+        job.priority,
+        job.seq,
+        job.demand,
+        JobState.RUNNING,
+        since,
+        job.max_runtime,
+        job.share,
+        job.helpers,
+        plan,
+        job.checkpoint,
+        job.checkpoint_uri,
+    )
+
+
+def after(seen: Snapshot, decided: Plan) -> Snapshot:
+    """``seen`` once ``decided`` is carried out, at the same instant: the pools it released
+    or started jobs on are gone, its victims are stopping, and the jobs it started are
+    running (on the training plan it chose). The replay of expected starts, the simulator and
+    a submission's answer all move on from a pass with this."""
+    gone = {r.pool.name for r in decided.releases} | {p.name for p in decided.warm.values()}
+    stopping = {p.victim.name for p in decided.preemptions}
+    active: list[ActiveJob] = [
+        replace(job, state=JobState.PREEMPTING) if job.name in stopping else job
+        for job in seen.active
+    ]
+    active += [running(job, seen.now, decided.plans.get(job.name)) for job in decided.starts]
+    return replace(
+        seen,
+        active=tuple(active),
+        pools=tuple(pool for pool in seen.pools if pool.name not in gone),
+    )
+
+
+def started_names(decided: Plan) -> frozenset[str]:
+    """The jobs ``decided`` starts (they no longer wait)."""
+    return frozenset(job.name for job in decided.starts)
+
+
+def still_waiting(waiting: Iterable[WaitingJob], decided: Plan) -> list[WaitingJob]:
+    """``waiting`` without the jobs ``decided`` starts."""
+    started = started_names(decided)
+    return [job for job in waiting if job.name not in started]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
+from job_queue import tags
 from job_queue.models import Action, Attempt, AuditEntry, Checkpointing, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
@@ -250,6 +251,7 @@ def job_item(job: Job) -> dict:
         "warm_pool": job.warm_pool,
         "training_plan": job.training_plan,
         "submitted_by": job.submitted_by,
+        "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     item["history"] = [audit_value(entry) for entry in job.history]
@@ -277,7 +279,20 @@ def job_from_item(item: Mapping) -> Job:
         training_plan=item.get("training_plan"),
         submitted_by=item.get("submitted_by"),
         history=tuple(_audit_from(entry) for entry in item.get("history", [])),
+        checkpoint=_job_checkpoint(item),
     )
+
+
+def _job_checkpoint(item: Mapping) -> Checkpointing | None:
+    """The job's parsed checkpoint tag; an item written before it was kept apart has only
+    its request's tag, read once here."""
+    if "checkpoint" in item:
+        return Checkpointing.parse(item["checkpoint"])
+    value = tags.value(json.loads(item["request"]).get("Tags"), tags.CHECKPOINT)
+    try:
+        return None if value is None else Checkpointing.parse(value)
+    except ValueError:
+        return None  # refused at submission since; such an item keeps none
 
 
 def audit_value(entry: AuditEntry) -> dict:

@@ -7,7 +7,6 @@ read lazily, page by page, only as far as the scheduler asks.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -15,13 +14,13 @@ from botocore.exceptions import ClientError
 
 from job_queue.models import Job
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
+from job_queue.store.queue_reading import QueueReading
+from job_queue.store.runs import RUNS_KEY, history_from
 from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
-
-_FIRST_PAGE = 8  # waiting entries per Query; doubles while the scheduler reads on
-_MAX_PAGE = 256
 
 
 @dataclass(frozen=True)
@@ -71,26 +70,24 @@ class TableReads:
         if item is None or "outside" not in item:
             self._create_holders(exists=item is not None)
             return self.holders()
-        holders = table.de(item)
-        entries = holders["active"]
-        return Holders(
-            version=int(holders["version"]),
-            jobs=tuple(codecs.active_from_entry(n, e) for n, e in sorted(entries.items())),
-            attempt_names={name: e["attempt_name"] for name, e in entries.items()},
-            pools=tuple(
-                codecs.warm_pool_from_entry(n, e) for n, e in sorted(holders["pools"].items())
-            ),
-            outside=tuple(
-                codecs.outside_from_entry(n, e) for n, e in sorted(holders["outside"].items())
-            ),
-            shares_text=holders.get("shares"),
-            shares_deployed=holders.get("shares_deployed"),
-            shares_changed_by=holders.get("shares_changed_by"),
-            shares_changed_at=holders.get("shares_changed_at"),
-            plans=codecs.plans_from(holders.get("plans", {})),
-            waiting_count=holders.get("waiting_count"),
-            waiting_counted_at=holders.get("waiting_counted_at"),
+        return _holders_from(table.de(item))
+
+    def holders_and_history(self) -> tuple[Holders, RunHistory]:
+        """The holders and the run-time history in one call, for a request that needs both
+        (a submission: the pass, then the answer's expected start)."""
+        keys = [table.ser(POOL_KEY), table.ser(RUNS_KEY)]
+        result = self._db.batch_get_item(
+            RequestItems={self._table: {"Keys": keys, "ConsistentRead": True}}
         )
+        items = {}
+        for raw in result.get("Responses", {}).get(self._table, []):
+            item = table.de(raw)
+            items[item["pk"]] = item
+        holders = items.get(POOL_KEY["pk"])
+        if result.get("UnprocessedKeys") or holders is None or "outside" not in holders:
+            # Throttled, or a table without its holders item yet: one read each.
+            return self.holders(), self.run_history()
+        return _holders_from(holders), history_from(items.get(RUNS_KEY["pk"], {}))
 
     def _create_holders(self, exists: bool) -> None:
         """The holders item, empty; or, in a table from before warm pools or outside jobs,
@@ -123,29 +120,17 @@ class TableReads:
         after: tuple[int, int] | None = None,
         multi: bool = True,
     ) -> Iterator[WaitingJob]:
-        """Waiting jobs of these instance types (and, with ``multi``, jobs that need several;
-        ``-``: jobs that need none that is capped) and shares (None: jobs without a share) in
-        queue order, read lazily page by page (``after``: only those behind the job of that
-        priority and seq).
-
-        ``is_open(instance type or "*", share)`` (the scheduler's) tells which partitions
-        are still worth reading: a closed one is read no further.
-        """
+        """Waiting jobs of these instance types and shares in queue order, read lazily page
+        by page (``after``: only those behind the job of that priority and seq); see
+        :meth:`QueueReading.waiting`."""
         start = None if after is None else table.order_key(*after)
-        types = [*instance_types, MULTI_TYPE] if multi else list(instance_types)
-        partitions = [(t, s) for s in shares for t in types]
+        reading = QueueReading(self._waiting_page, start)
+        return reading.waiting(instance_types, is_open, shares, multi)
 
-        def wanted(itype: str, share: str | None) -> bool:
-            return is_open is None or is_open(itype, share)
-
-        streams = [
-            self._read_partition(
-                table.partition(itype, share), lambda t=itype, s=share: wanted(t, s), start
-            )
-            for itype, share in partitions
-        ]
-        for _, job in heapq.merge(*streams, key=lambda pair: pair[0]):
-            yield job
+    def reading(self) -> QueueReading:
+        """A reading of the waiting queue that several readers share (one pass and the
+        answer that follows it)."""
+        return QueueReading(self._waiting_page)
 
     def depth(self, instance_types: list[str], share: str | None = None) -> int:
         """How many jobs (of a share) wait, counted without reading them."""
@@ -164,20 +149,25 @@ class TableReads:
         )
         return int(table.de(result["Attributes"])["value"])
 
-    def _read_partition(self, partition: str, wanted: Callable[[], bool], after: str | None = None):
-        """(sort key, waiting job) of a partition in order (behind sort key ``after``), a page
-        at a time while ``wanted()``; pages grow so that a pass that reads on pays few calls."""
-        query = {
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": partition},
-        }
+    def _waiting_page(
+        self, partition: str, after: str | None, start: dict | None, limit: int
+    ) -> tuple[list[tuple[str, WaitingJob]], dict | None]:
+        """One Query page of a waiting partition (behind sort key ``after``, from ``start``)."""
+        condition, values = "pk = :pk", {":pk": partition}
         if after is not None:
-            query["KeyConditionExpression"] += " AND sk > :after"
-            query["ExpressionAttributeValues"][":after"] = after
-        for page in self._pages(query, wanted, first_page=_FIRST_PAGE):
-            for raw in page.get("Items", []):
-                item = table.de(raw)
-                yield item["sk"], codecs.waiting_from_item(item)
+            condition, values[":after"] = condition + " AND sk > :after", after
+        params = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": table.ser(values),
+            "ConsistentRead": True,
+            "Limit": limit,
+            **({"ExclusiveStartKey": start} if start else {}),
+        }
+        result = self._db.query(**params)
+        items = [table.de(raw) for raw in result.get("Items", [])]
+        entries = [(item["sk"], codecs.waiting_from_item(item)) for item in items]
+        return entries, result.get("LastEvaluatedKey")
 
     def _count_before(self, partition: str, key: str, consistent: bool = True) -> int:
         query = {
@@ -187,31 +177,40 @@ class TableReads:
         }
         return sum(page["Count"] for page in self._pages(query, consistent=consistent))
 
-    def _pages(
-        self,
-        query: dict,
-        wanted: Callable[[], bool] = lambda: True,
-        first_page: int | None = None,
-        consistent: bool = True,
-    ) -> Iterator[dict]:
-        """The pages of a Query, following LastEvaluatedKey while ``wanted()``; with
-        ``first_page``, pages of that many items, doubling up to 256."""
+    def _pages(self, query: dict, consistent: bool = True) -> Iterator[dict]:
+        """The pages of a Query, following LastEvaluatedKey."""
         params = {
             "TableName": self._table,
             **query,
             "ExpressionAttributeValues": table.ser(query["ExpressionAttributeValues"]),
             "ConsistentRead": consistent,
         }
-        limit = first_page
-        while wanted():
-            if limit:
-                params["Limit"] = limit
+        while True:
             result = self._db.query(**params)
             yield result
             if not result.get("LastEvaluatedKey"):
                 return
             params["ExclusiveStartKey"] = result["LastEvaluatedKey"]
-            limit = limit and min(limit * 2, _MAX_PAGE)
+
+
+def _holders_from(holders: Mapping) -> Holders:
+    entries = holders["active"]
+    return Holders(
+        version=int(holders["version"]),
+        jobs=tuple(codecs.active_from_entry(n, e) for n, e in sorted(entries.items())),
+        attempt_names={name: e["attempt_name"] for name, e in entries.items()},
+        pools=tuple(codecs.warm_pool_from_entry(n, e) for n, e in sorted(holders["pools"].items())),
+        outside=tuple(
+            codecs.outside_from_entry(n, e) for n, e in sorted(holders["outside"].items())
+        ),
+        shares_text=holders.get("shares"),
+        shares_deployed=holders.get("shares_deployed"),
+        shares_changed_by=holders.get("shares_changed_by"),
+        shares_changed_at=holders.get("shares_changed_at"),
+        plans=codecs.plans_from(holders.get("plans", {})),
+        waiting_count=holders.get("waiting_count"),
+        waiting_counted_at=holders.get("waiting_counted_at"),
+    )
 
 
 def _code(exc: ClientError) -> str:

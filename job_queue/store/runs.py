@@ -5,6 +5,8 @@ unconditional write that concurrent completions cannot lose."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from job_queue.models import Demand
 from job_queue.scheduler.forecast import RunHistory, run_key
 from job_queue.store import table
@@ -32,11 +34,15 @@ class RunTimes:
     def run_history(self) -> RunHistory:
         """Every kind of job's completed runs (eventually consistent: an estimate)."""
         item = self._db.get_item(TableName=self._table, Key=table.ser(RUNS_KEY)).get("Item")
-        counters = table.de(item) if item else {}
-        runs = {}
-        for name, count in counters.items():
-            if name.startswith("n|"):
-                label, priority = name[2:].rsplit("|", 1)
-                total = counters.get(f"s|{label}|{priority}", 0)
-                runs[label, int(priority)] = (int(count), float(total))
-        return RunHistory(runs)
+        return history_from(table.de(item) if item else {})
+
+
+def history_from(counters: Mapping) -> RunHistory:
+    """The run-time history in the ``RUNS`` item's counters."""
+    runs = {}
+    for name, count in counters.items():
+        if name.startswith("n|"):
+            label, priority = name[2:].rsplit("|", 1)
+            total = counters.get(f"s|{label}|{priority}", 0)
+            runs[label, int(priority)] = (int(count), float(total))
+    return RunHistory(runs)

@@ -7,7 +7,7 @@ from tjq.local.dynamodb_usage import DynamoDBUsage
 
 from job_queue.scheduler import Share, Strategy
 from tests.conftest import G5, P5
-from tests.integration.helpers import states, submit
+from tests.integration.helpers import job, states, submit
 
 DEPTH = 120
 
@@ -61,3 +61,24 @@ def test_with_shares_a_pass_reads_only_as_far_as_some_share_could_start_a_job(ma
     stopped = _measure(cloud, lambda: cloud.advance(600))  # both complete, two passes
     assert stopped.items_read < 40, stopped
     assert len(cloud.jobs()) == DEPTH - 2
+
+
+def test_a_submission_that_waits_makes_six_dynamodb_calls(make_cloud):
+    """The holders are read once, with the run-time history; the answer's place in line
+    reads on from where the pass stopped reading the queue."""
+    cloud = make_cloud({P5: 2})
+    for i in range(60):
+        submit(cloud, f"job{i:03d}", 1)
+
+    answers = []
+    usage = _measure(cloud, lambda: answers.append(submit(cloud, "one-more", 1)))
+
+    assert usage.calls == {
+        "batch_get_item": 1,  # the holders and the run-time history
+        "update_item": 1,  # its sequence number
+        "transact_write_items": 1,  # the job and its place in line
+        "query": 3,  # its type's partition (the pass's page, the answer's), jobs on several
+    }
+    (answer,) = answers
+    assert answer["position"] == 59  # behind the 58 that wait, counted from 1
+    assert answer["position"] == job(cloud, "one-more")["position"]

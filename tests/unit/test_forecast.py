@@ -15,7 +15,7 @@ from job_queue.scheduler.forecast import (
     expected_starts,
     within_horizon,
 )
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import Snapshot, WarmPool
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.xlarge"
 NOW = 1_000_000.0
@@ -125,10 +125,8 @@ SCENARIOS = [
 def test_expected_start(scenario: Scenario):
     history = RunHistory({(P5, p): (n, hours * H) for p, (n, hours) in scenario.history.items()})
     queue = sorted(scenario.waiting, key=queue_order)
-    expected = expected_starts(
-        queue, scenario.active, {P5: scenario.capacity}, NOW, history, POLICY,
-        pools=scenario.pools,
-    )  # fmt: skip
+    seen = Snapshot(NOW, {P5: scenario.capacity}, scenario.active, scenario.pools)
+    expected = expected_starts(seen, queue, history, POLICY)
 
     def seconds(at):  # from now
         return None if at is None else round(at - NOW, 1)
@@ -145,18 +143,16 @@ def test_expected_start(scenario: Scenario):
 
 def test_a_job_stuck_behind_one_that_never_ends_has_no_estimate():
     """No bound and no history: the replay cannot say when the running job ends."""
-    expected = expected_starts(
-        [waiting("a", 1)], [running("r1", -1, None)], {P5: 1}, NOW, RunHistory({}), POLICY
-    )
+    seen = Snapshot(NOW, {P5: 1}, [running("r1", -1, None)])
+    expected = expected_starts(seen, [waiting("a", 1)], RunHistory({}), POLICY)
     assert expected == {}
 
 
 def test_jobs_of_another_type_do_not_wait_for_this_one():
     other = WaitingJob("g", 0, 3, {G5: 1}, max_runtime=H)
     queue = [waiting("a", 1), waiting("b", 2), other]
-    expected = expected_starts(
-        queue, [running("r1", -1, 2)], {P5: 1, G5: 1}, NOW, RunHistory({}), POLICY
-    )
+    seen = Snapshot(NOW, {P5: 1, G5: 1}, [running("r1", -1, 2)])
+    expected = expected_starts(seen, queue, RunHistory({}), POLICY)
     assert expected["g"].at_latest == NOW
     assert expected["b"].at_latest == NOW + 2 * H
 
@@ -164,9 +160,8 @@ def test_jobs_of_another_type_do_not_wait_for_this_one():
 def test_likely_never_later_than_at_the_latest():
     """Jobs of the kind ran longer than this one's bound allows (another MaxRuntime)."""
     history = RunHistory({(P5, 0): (1, 8 * H)})
-    expected = expected_starts(
-        [waiting("a", 1)], [running("r1", 0, 2)], {P5: 1}, NOW, history, POLICY
-    )
+    seen = Snapshot(NOW, {P5: 1}, [running("r1", 0, 2)])
+    expected = expected_starts(seen, [waiting("a", 1)], history, POLICY)
     assert expected["a"].likely == expected["a"].at_latest == NOW + 2 * H
 
 

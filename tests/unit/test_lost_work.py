@@ -8,6 +8,7 @@ import pytest
 from job_queue.models import Checkpointing, JobState
 from job_queue.scheduler import ActiveJob, LostWork, Policy, Share, Strategy, WaitingJob, plan
 from job_queue.scheduler.order import lost_work
+from job_queue.scheduler.snapshot import Snapshot
 
 P5 = "ml.p5.48xlarge"
 NOW = 100_000.0
@@ -162,9 +163,8 @@ def test_who_is_preempted_first(s: Order):
         return None if ago is None else NOW - ago
 
     capacity = {P5: sum(job.demand[P5] for job in s.active)}
-    decided = plan(
-        [s.preemptor], s.active, capacity, NOW, s.policy, lost_work=LostWork(NOW, saved_at)
-    )
+    seen = Snapshot(NOW, capacity, s.active)
+    decided = plan(seen, [s.preemptor], s.policy, LostWork(NOW, saved_at))
     assert [p.victim.name for p in decided.preemptions] == s.victims
     # Only jobs that save at an interval are looked up, each at most once.
     assert sorted(read) == sorted({j.name for j in s.active if j.checkpoint == HOURLY})
@@ -172,7 +172,7 @@ def test_who_is_preempted_first(s: Order):
 
 def test_each_preemption_says_what_it_throws_away():
     active = [running("none", started=700), running("hourly", started=5000, checkpoint=HOURLY)]
-    decided = plan([urgent(instances=2)], active, {P5: 2}, NOW)
+    decided = plan(Snapshot(NOW, {P5: 2}, active), [urgent(instances=2)])
     assert {p.victim.name: p.lost_work_s for p in decided.preemptions} == {
         "none": 700,
         "hourly": 5000 - 3600,
@@ -188,8 +188,8 @@ def test_a_pass_that_preempts_nobody_reads_no_checkpoint_times():
         read.append(job.name)
         return None
 
-    plan([calm], active, {P5: 1}, NOW, lost_work=LostWork(NOW, saved_at))
-    plan([], active, {P5: 2}, NOW, lost_work=LostWork(NOW, saved_at))
+    plan(Snapshot(NOW, {P5: 1}, active), [calm], lost_work=LostWork(NOW, saved_at))
+    plan(Snapshot(NOW, {P5: 2}, active), [], lost_work=LostWork(NOW, saved_at))
     assert read == []
 
 
@@ -200,7 +200,7 @@ def test_quota_shares_choose_victims_by_lost_work_too():
         running("on-stop", started=5000, checkpoint=ON_STOP, share="team"),
     ]
     preemptor = WaitingJob("urgent", 9, 1000, {P5: 1}, share="team")
-    decided = plan([preemptor], active, {P5: 2}, NOW, shares=(share,))
+    decided = plan(Snapshot(NOW, {P5: 2}, active, shares=(share,)), [preemptor])
     assert [(p.victim.name, p.lost_work_s) for p in decided.preemptions] == [("on-stop", 0.0)]
 
 

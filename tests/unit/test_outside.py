@@ -6,7 +6,7 @@ from job_queue import outside
 from job_queue.models import JobState
 from job_queue.sagemaker import SageMakerStatus, TrainingJobStatus
 from job_queue.scheduler import ActiveJob, WaitingJob, plan
-from job_queue.scheduler.snapshot import OutsideJob
+from job_queue.scheduler.snapshot import OutsideJob, Snapshot
 
 P5, C5 = "ml.p5.48xlarge", "ml.c5.xlarge"
 CAPPED = {P5}
@@ -71,21 +71,18 @@ def test_an_outside_job_takes_capacity_and_is_never_a_victim():
     running = ActiveJob(
         name="low", priority=0, seq=1, demand={P5: 1}, state=JobState.RUNNING, started_at=0.0
     )
-    found = plan(
-        [_waiting("urgent", 9)],
-        [running],
-        {P5: 2},
-        now=10.0,
-        outside=[OutsideJob("nb", {P5: 1}, 0.0)],
-    )
+    seen = Snapshot(10.0, {P5: 2}, [running], outside=[OutsideJob("nb", {P5: 1}, 0.0)])
+    found = plan(seen, [_waiting("urgent", 9)])
     # Of two instances, the outside job holds one: the urgent job preempts the queue's job.
     assert [p.victim.name for p in found.preemptions] == ["low"]
 
 
 def test_a_free_instance_beside_an_outside_job_starts_the_next_job():
     found = plan(
-        [_waiting("next", 0)], [], {P5: 2}, now=0.0, outside=[OutsideJob("nb", {P5: 1}, 0)]
+        Snapshot(0.0, {P5: 2}, outside=[OutsideJob("nb", {P5: 1}, 0)]), [_waiting("next", 0)]
     )
     assert [s.name for s in found.starts] == ["next"]
-    full = plan([_waiting("next", 0)], [], {P5: 1}, now=0.0, outside=[OutsideJob("nb", {P5: 1}, 0)])
+    full = plan(
+        Snapshot(0.0, {P5: 1}, outside=[OutsideJob("nb", {P5: 1}, 0)]), [_waiting("next", 0)]
+    )
     assert not full.starts and not full.preemptions

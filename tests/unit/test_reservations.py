@@ -14,6 +14,7 @@ from job_queue.scheduler.reservations import (
     Reservation,
     TrainingPlan,
 )
+from job_queue.scheduler.snapshot import Snapshot
 
 P5 = "ml.p5.48xlarge"
 NOW = 100_000.0
@@ -197,7 +198,7 @@ SCENARIOS = [
 
 @pytest.mark.parametrize("s", SCENARIOS, ids=[s.title for s in SCENARIOS])
 def test_scenario(s: Scenario):
-    decided = plan(s.waiting, s.active, {P5: s.capacity}, NOW, plans=s.plans)
+    decided = plan(Snapshot(NOW, {P5: s.capacity}, s.active, plans=s.plans), s.waiting)
     started = [job.name for job in decided.starts]
     assert started == sorted([*s.on_plan, *s.on_demand], key=started.index)
     assert set(started) == {*s.on_plan, *s.on_demand}
@@ -209,7 +210,8 @@ def test_scenario(s: Scenario):
 
 def test_a_reservation_ending_names_the_plan():
     ending = training_plan("p", start=NOW - 9 * HOUR, end=NOW + 60)
-    (stop,) = plan([], [running("late", on="p")], {P5: 0}, NOW, plans=[ending]).preemptions
+    seen = Snapshot(NOW, {P5: 0}, [running("late", on="p")], plans=[ending])
+    (stop,) = plan(seen, []).preemptions
     assert stop.reason == "reservation ending: training plan p is about to terminate its instances"
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from job_queue.models import JobState
 from job_queue.scheduler import ActiveJob, Planner, Policy, WaitingJob, plan, positions
+from job_queue.scheduler.snapshot import Snapshot
 
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
@@ -261,7 +262,7 @@ def test_scenario(s: Scenario):
     waiting_before = copy.deepcopy(s.waiting)
     active_before = copy.deepcopy(s.active)
 
-    result = plan(s.waiting, s.active, s.capacity, NOW, s.policy)
+    result = plan(Snapshot(NOW, s.capacity, s.active), s.waiting, s.policy)
 
     assert [j.name for j in result.starts] == s.starts
     assert [p.victim.name for p in result.preemptions] == s.preempted
@@ -269,7 +270,8 @@ def test_scenario(s: Scenario):
 
 
 def test_preemption_names_its_reason():
-    result = plan([waiting("urgent", 3)], [running("low", 1), running("b", 2)], {P5: 2}, NOW)
+    seen = Snapshot(NOW, {P5: 2}, [running("low", 1), running("b", 2)])
+    result = plan(seen, [waiting("urgent", 3)])
     (preemption,) = result.preemptions
     assert preemption.preemptor == "urgent"
     assert "priority 3 > 1" in preemption.reason
@@ -279,7 +281,7 @@ def test_never_plans_beyond_capacity():
     # Many jobs of every size against a small pool: what starts fits in what is free.
     jobs = [waiting(f"j{i}", priority=i % 3, instances=1 + i % 3, seq=i) for i in range(30)]
     active = [running("r", 0, instances=1)]
-    result = plan(jobs, active, {P5: 4}, NOW)
+    result = plan(Snapshot(NOW, {P5: 4}, active), jobs)
     assert sum(j.demand[P5] for j in result.starts) + 1 <= 4
 
 
@@ -296,7 +298,8 @@ def test_position_counts_only_jobs_that_compete_for_the_same_instances():
 
 
 def test_a_reserved_type_without_free_instances_is_read_no_further():
-    planner = Planner([running("a", 5, instances=2, started=NOW, max_runtime=100)], {P5: 2}, NOW)
+    active = [running("a", 5, instances=2, started=NOW, max_runtime=100)]
+    planner = Planner(Snapshot(NOW, {P5: 2}, active))
     planner.offer(waiting("gang", 1, instances=2))  # held: it cannot preempt priority 5
     assert planner.open_types == frozenset()
 
@@ -304,7 +307,7 @@ def test_a_reserved_type_without_free_instances_is_read_no_further():
 def test_backfill_looks_only_so_far_behind_a_reservation():
     policy = Policy(backfill_window=3)
     active = [running("a", 5, instances=2, started=NOW, max_runtime=100)]
-    planner = Planner(active, {P5: 3}, NOW, policy)
+    planner = Planner(Snapshot(NOW, {P5: 3}, active), policy)
     planner.offer(waiting("gang", 1, instances=3))
     for i in range(3):
         assert P5 in planner.open_types
@@ -314,7 +317,7 @@ def test_backfill_looks_only_so_far_behind_a_reservation():
 
 def test_a_job_that_needs_no_capped_instances_starts_at_once_whatever_waits():
     cpu = WaitingJob("cpu", 0, 50, {}, helpers={"ml.c5.18xlarge": 40}, share="gone")
-    planner = Planner([running("a", 9)], {P5: 1}, NOW)
+    planner = Planner(Snapshot(NOW, {P5: 1}, [running("a", 9)]))
     planner.offer(waiting("held", 1))  # cannot preempt priority 9: P5 is closed behind it
     planner.offer(replace(cpu, not_before=NOW + 60))  # backing off: not yet
     planner.offer(cpu)

@@ -16,6 +16,7 @@ from job_queue.scheduler import (
     WaitingJob,
     plan,
 )
+from job_queue.scheduler.snapshot import Snapshot
 
 G5 = "ml.g5.xlarge"
 P5 = "ml.p5.48xlarge"
@@ -254,7 +255,7 @@ def test_scenario(s: Scenario):
     waiting_before, active_before = copy.deepcopy(s.waiting), copy.deepcopy(s.active)
     capacity = {G5: sum(x.capacity.get(G5, 0) for x in s.shares)}
 
-    result = plan(s.waiting, s.active, capacity, NOW, s.policy, shares=s.shares)
+    result = plan(Snapshot(NOW, capacity, s.active, shares=s.shares), s.waiting, s.policy)
 
     assert [j.name for j in result.starts] == s.starts
     assert [p.victim.name for p in result.preemptions] == s.preempted
@@ -262,13 +263,8 @@ def test_scenario(s: Scenario):
 
 
 def test_reclaim_names_the_share():
-    result = plan(
-        [waiting("qs2_job_1", "QS2", 1)],
-        [running("qs1_job_high", "QS1", 3), running("qs1_job_med", "QS1", 2)],
-        {G5: 3},
-        NOW,
-        shares=QS,
-    )
+    active = [running("qs1_job_high", "QS1", 3), running("qs1_job_med", "QS1", 2)]
+    result = plan(Snapshot(NOW, {G5: 3}, active, shares=QS), [waiting("qs2_job_1", "QS2", 1)])
     assert result.preemptions[0].reason == "reclaimed for qs2_job_1 of share QS2"
 
 
@@ -280,12 +276,12 @@ def test_usage_shows_what_each_share_lends_and_borrows():
 
 def test_without_shares_the_single_queue_decides():
     jobs = [replace(waiting("a", None), share=None)]
-    assert [j.name for j in plan(jobs, [], {G5: 1}, NOW).starts] == ["a"]
+    assert [j.name for j in plan(Snapshot(NOW, {G5: 1}), jobs).starts] == ["a"]
 
 
 def test_a_shares_queue_is_read_only_while_one_of_its_jobs_could_start():
     layout = [share("B", BORROW), share("L", LEND), share("R", RESERVE)]
-    planner = Planner([running("b-own", "B", 1)], {}, NOW, shares=layout)
+    planner = Planner(Snapshot(NOW, {}, [running("b-own", "B", 1)], shares=layout))
     assert planner.is_open(G5, "B")  # may borrow L's idle instance
     assert planner.is_open(G5, "L") and planner.is_open(G5, "R")  # their own idle instances
     assert not planner.is_open(G5, None) and not planner.is_open(G5, "gone")
@@ -305,7 +301,7 @@ def test_a_share_that_may_not_borrow_stays_open_while_it_may_preempt_within_itse
         Share("S1", {G5: 1}, BORROW),
     ]
     active = [running("low", "S0", 0, started=NOW)]
-    planner = Planner(active, {}, NOW, shares=shares)
+    planner = Planner(Snapshot(NOW, {}, active, shares=shares))
     planner.offer(waiting("big", "S1", 1, instances=2, seq=1))
     assert planner.is_open(G5, "S0"), "an urgent S0 job could still preempt low"
     planner.offer(waiting("urgent", "S0", 1, seq=2))

@@ -15,6 +15,7 @@ from job_queue.scheduler import (
     Policy,
     Share,
     ShareLedger,
+    Snapshot,
     Strategy,
     total_capacity,
 )
@@ -84,9 +85,10 @@ def checked_decision(shares, violations: Violations):
     reserve = [s for s in shares if s.strategy is Strategy.RESERVE]
     capacity = total_capacity(shares)
 
-    def decide(active, waiting, capacity_, now, policy, pools=()):
+    def decide(seen: Snapshot, waiting, policy):
+        active, pools, now = seen.active, seen.pools, seen.now
         waiting = list(waiting)
-        plan = queue_decision(active, waiting, capacity_, now, policy, pools, shares)
+        plan = queue_decision(seen, waiting, policy)
         victims = {p.victim.name for p in plan.preemptions}
         gone = {r.pool.name for r in plan.releases} | {p.name for p in plan.warm.values()}
         kept = [p for p in pools if p.name not in gone and p.expires_at > now]
@@ -171,8 +173,8 @@ def test_shares_keep_their_promises_on_random_workloads(data, stop, preemption, 
 
 
 def _reading_everything(shares):
-    def decide(active, waiting, capacity, now, policy, pools=()):
-        planner = Planner(active, capacity, now, policy, pools, shares=shares)
+    def decide(seen: Snapshot, waiting, policy):
+        planner = Planner(seen, policy)
         for job in waiting:
             planner.offer(job)
         return planner.plan()

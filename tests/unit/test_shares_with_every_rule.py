@@ -10,7 +10,7 @@ import pytest
 from job_queue.models import Checkpointing, JobState
 from job_queue.scheduler import ActiveJob, Policy, Share, Strategy, WaitingJob, plan
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import Snapshot, WarmPool
 
 P5 = "ml.p5.48xlarge"
 NOW = 100_000.0
@@ -259,7 +259,7 @@ MIN_RUNTIME = [
 
 def check(s: Scenario) -> None:
     before = copy.deepcopy((s.waiting, s.active, s.pools))
-    result = plan(s.waiting, s.active, {P5: 4}, NOW, s.policy, TEAMS, s.pools)
+    result = plan(Snapshot(NOW, {P5: 4}, s.active, s.pools, shares=TEAMS), s.waiting, s.policy)
     assert [j.name for j in result.starts] == s.starts
     assert {name: p.job for name, p in result.warm.items()} == s.warm
     assert [r.pool.job for r in result.releases] == s.released
@@ -365,7 +365,8 @@ PLANS = [
 @pytest.mark.parametrize("s", PLANS, ids=[s.title for s in PLANS])
 def test_training_plans_with_shares(s: PlanScenario):
     before = copy.deepcopy((s.waiting, s.active))
-    result = plan(s.waiting, s.active, {P5: 1}, NOW, Policy(), s.shares, plans=[s.plan])
+    seen = Snapshot(NOW, {P5: 1}, s.active, plans=[s.plan], shares=s.shares)
+    result = plan(seen, s.waiting, Policy())
     assert {j.name: result.plans.get(j.name) for j in result.starts} == s.starts
     assert {p.victim.name: p.reason for p in result.preemptions}.keys() == s.preempted.keys()
     for preemption in result.preemptions:

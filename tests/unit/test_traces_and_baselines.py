@@ -9,7 +9,7 @@ from tjq.simulate.engine import SimSettings, simulate
 from tjq.simulate.workload import parse_workload
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, WaitingJob
+from job_queue.scheduler import ActiveJob, Policy, Snapshot, WaitingJob
 
 P5 = "ml.p5.48xlarge"
 
@@ -77,13 +77,8 @@ def _running(name, priority, started, state=JobState.RUNNING):
 
 
 def test_blog_starts_the_top_pending_jobs_in_free_slots():
-    plan = blog_decision(
-        [],
-        iter([_waiting("a", 1, 1), _waiting("b", 0, 2), _waiting("c", 0, 3)]),
-        {P5: 2},
-        0.0,
-        Policy(),
-    )
+    waiting = [_waiting("a", 1, 1), _waiting("b", 0, 2), _waiting("c", 0, 3)]
+    plan = blog_decision(Snapshot(0.0, {P5: 2}), iter(waiting), Policy())
     assert [j.name for j in plan.starts] == ["a", "b"] and not plan.preemptions
 
 
@@ -94,7 +89,7 @@ def test_blog_preempts_pairwise_and_counts_stopping_jobs_as_coming_slots():
         _running("stopping", 0, 0.0, JobState.PREEMPTING),
     ]
     waiting = [_waiting("u1", 5, 1), _waiting("u2", 5, 2), _waiting("u3", 0, 3)]
-    plan = blog_decision(active, iter(waiting), {P5: 3}, 10.0, Policy())
+    plan = blog_decision(Snapshot(10.0, {P5: 3}, active), iter(waiting), Policy())
     # It looks at 3 pending jobs; one stop is under way, so u1 takes that slot and u2 is
     # tested against the lowest-priority, most recently created running job.
     assert [p.victim.name for p in plan.preemptions] == ["low-new"]

@@ -19,6 +19,7 @@ from job_queue.scheduler import (
 )
 from job_queue.scheduler.order import preemption_candidates
 from job_queue.scheduler.room import Room
+from job_queue.scheduler.snapshot import Snapshot
 from job_queue.scheduler.victims import choose_victims
 
 P5 = "ml.p5.48xlarge"
@@ -141,8 +142,9 @@ def test_one_share_preempting_within_itself_chooses_the_single_queues_victims(
     policy = Policy(min_run_s=min_run)
     share = Share("team", {P5: CAPACITY}, Strategy.LEND, in_share_preemption=True)
 
-    single = plan([preemptor], running_jobs, {P5: CAPACITY}, NOW, policy)
-    shared = plan([preemptor], running_jobs, {P5: CAPACITY}, NOW, policy, shares=(share,))
+    single = plan(Snapshot(NOW, {P5: CAPACITY}, running_jobs), [preemptor], policy)
+    seen = Snapshot(NOW, {P5: CAPACITY}, running_jobs, shares=(share,))
+    shared = plan(seen, [preemptor], policy)
 
     assert [p.victim.name for p in shared.preemptions] == [
         p.victim.name for p in single.preemptions

@@ -9,7 +9,7 @@ import pytest
 
 from job_queue.models import JobState
 from job_queue.scheduler import ActiveJob, Policy, Share, Strategy, WaitingJob, plan
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import Snapshot, WarmPool
 
 P5 = "ml.p5.48xlarge"
 NOW = 10_000.0
@@ -413,7 +413,7 @@ WITH_SHARES = [
 def check(s: Scenario) -> None:
     before = copy.deepcopy((s.waiting, s.active, s.pools))
     capacity = {P5: s.capacity}
-    result = plan(s.waiting, s.active, capacity, NOW, s.policy, s.shares, s.pools)
+    result = plan(Snapshot(NOW, capacity, s.active, s.pools, shares=s.shares), s.waiting, s.policy)
     assert [j.name for j in result.starts] == s.starts
     assert {name: p.job for name, p in result.warm.items()} == s.warm
     assert [r.pool.job for r in result.releases] == s.released

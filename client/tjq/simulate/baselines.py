@@ -12,19 +12,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from itertools import islice
 
 from job_queue.models import JobState
-from job_queue.scheduler import Plan, Policy, Preemption
+from job_queue.scheduler import Plan, Policy, Preemption, Snapshot, WaitingJob
 from tjq.simulate.engine import queue_decision
 from tjq.simulate.workload import WorkloadJob
 
 NO_PREEMPTION = Policy(preemption=False, backfill=False)  # a plain capped queue
 
 
-def fifo(active, waiting, capacity, now, policy, pools=()) -> Plan:
-    return queue_decision(active, waiting, capacity, now, NO_PREEMPTION, pools)
+def fifo(seen: Snapshot, waiting: Iterable[WaitingJob], policy: Policy) -> Plan:
+    return queue_decision(seen, waiting, NO_PREEMPTION)
 
 
 def unprioritised(jobs: list[WorkloadJob]) -> list[WorkloadJob]:
@@ -32,10 +33,11 @@ def unprioritised(jobs: list[WorkloadJob]) -> list[WorkloadJob]:
     return [replace(job, priority=0) for job in jobs]
 
 
-def blog_decision(active, waiting, capacity, now, policy, pools=()) -> Plan:
+def blog_decision(seen: Snapshot, waiting: Iterable[WaitingJob], policy: Policy) -> Plan:
     # The blog counts running jobs only: warm pools are invisible to it (SageMaker then
     # starts a matching job on one, and refuses a start that finds no instance free).
-    (max_capacity,) = capacity.values()
+    (max_capacity,) = seen.capacity.values()
+    active = seen.active
     pending = list(islice(waiting, max_capacity))
     if not pending:
         return Plan()

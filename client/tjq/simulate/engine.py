@@ -32,7 +32,8 @@ import heapq
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from functools import partial
 
 from job_queue.models import JobState, Outcome
@@ -41,7 +42,9 @@ from job_queue.scheduler import (
     LostWork,
     Plan,
     Policy,
+    Snapshot,
     WaitingJob,
+    after,
     plan,
     queue_order,
     reservations,
@@ -66,23 +69,19 @@ _ENDED, _SUBMITTED, _UNPROTECTED, _RETRY, _RESERVATION = 0, 1, 2, 3, 4
 RETRY_SECONDS = 60.0
 
 
-# A scheduling decision: (active jobs, waiting jobs in queue order, capacity, now, policy,
-# idle warm pools).
-Decide = Callable[
-    [list[ActiveJob], Iterable[WaitingJob], Mapping[str, int], float, Policy, list[WarmPool]],
-    Plan,
-]
+# A scheduling decision: (what the pass sees, waiting jobs in queue order, policy).
+Decide = Callable[[Snapshot, Iterable[WaitingJob], Policy], Plan]
 
 
 def queue_decision(
-    active, waiting, capacity, now, policy, pools=(), shares=(), plans=(), saved_at=None
+    seen: Snapshot,
+    waiting: Iterable[WaitingJob],
+    policy: Policy,
+    saved_at: Callable[[ActiveJob], float | None] | None = None,
 ) -> Plan:
     """The queue's own pass: the Lambda's planner, reading the queue only as far as needed
     (``saved_at``: when a running job last saved, as the Lambda reads it)."""
-    lost_work = LostWork(now, saved_at)
-    return plan(
-        waiting, active, capacity, now, policy, shares, pools, plans=plans, lost_work=lost_work
-    )
+    return plan(seen, waiting, policy, LostWork(seen.now, saved_at))
 
 
 def simulate(
@@ -102,9 +101,7 @@ def simulate(
 class _Replay:
     def __init__(self, jobs, settings: SimSettings, progress, decide: Decide | None) -> None:
         self.settings = settings
-        self.decide = decide or partial(
-            queue_decision, shares=settings.shares, plans=settings.plans, saved_at=self._saved_at
-        )
+        self.decide = decide or partial(queue_decision, saved_at=self._saved_at)
         self.capacity = dict(settings.capacity)
         self.results = [JobResult(spec) for spec in jobs]
         self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_s, i))
@@ -129,6 +126,7 @@ class _Replay:
                 share=job.share if settings.shares else None,
                 warm_key=job.configuration,
                 helpers={} if self._counted(job) else job.demand,
+                checkpoint=job.checkpoint,
             )
             for i, job in enumerate(jobs)
         ]
@@ -242,18 +240,21 @@ class _Replay:
         self._expire_pools(now)
         # Jobs on uncapped types first: they start at once, whatever waits for capacity.
         keys = itertools.chain(self.uncapped_keys, self.waiting_keys)
-        decided = self.decide(
-            list(self.active_view.values()),
-            (self.waiting_view[self.waiting[key]] for key in keys),
-            self.capacity,
+        seen = Snapshot(
             now,
-            self.settings.policy,
-            [pool for pool, _ in self.pools.values()],
+            self.capacity,
+            tuple(self.active_view.values()),
+            tuple(pool for pool, _ in self.pools.values()),
+            plans=self.settings.plans,
+            shares=self.settings.shares,
         )
+        waiting = (self.waiting_view[self.waiting[key]] for key in keys)
+        decided = self.decide(seen, waiting, self.settings.policy)
         for release in decided.releases:
             self._end_pool(release.pool.name, now, "released")
         for preemption in decided.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
+        started = []
         for waiting in decided.starts:
             index = self.waiting[queue_order(waiting)]
             planned = decided.warm.get(waiting.name)
@@ -262,7 +263,9 @@ class _Replay:
             pool = planned.name if planned else None if on_plan else self._matching_pool(waiting)
             # Every pass counts what jobs hold; only one blind to pools plans a start that
             # may not fit.
-            if pool is None and not on_plan and self.pools and not self._fits(waiting, now):
+            # (Once this pass's earlier starts have taken their instances.)
+            taken = replace(decided, starts=tuple(started))
+            if pool is None and not on_plan and self.pools and not self._fits(waiting, seen, taken):
                 self.results[index].refused_starts += 1  # it stays in line
                 if not self.retry_pending:
                     self.retry_pending = True
@@ -274,6 +277,10 @@ class _Replay:
             if on_plan:
                 self.on_plan[index] = on_plan
             self._start(index, now, warm=pool is not None)
+            started.append(waiting)
+        # What the scheduler sees next: the pass's decisions as SageMaker carried them out.
+        carried = after(seen, replace(decided, starts=tuple(started)))
+        self.active_view = {self.index_of[job.name]: job for job in carried.active}
 
     def _start(self, index: int, now: float, warm: bool = False) -> None:
         result = self.results[index]
@@ -296,7 +303,6 @@ class _Replay:
         if result.first_start_s is None:
             result.first_start_s = now
         self.active[index] = (JobState.RUNNING, attempt)
-        self.active_view[index] = self._active_job(index, JobState.RUNNING, attempt)
         self.decisions.append(Decision(now, "start", spec.name))
         remaining = spec.duration_s - self.done_work[index]
         work = remaining if spec.max_runtime_s is None else min(remaining, spec.max_runtime_s)
@@ -309,7 +315,6 @@ class _Replay:
         _, attempt = self.active[index]
         spec = self.results[index].spec
         self.active[index] = (JobState.PREEMPTING, attempt)
-        self.active_view[index] = self._active_job(index, JobState.PREEMPTING, attempt)
         self.decisions.append(Decision(now, "preempt", spec.name))
         worked = min(attempt.work_done, max(0.0, now - attempt.start - attempt.latency))
         total = self.done_work[index] + worked
@@ -320,21 +325,6 @@ class _Replay:
         self._push(now + self.settings.stop_latency, _ENDED, index, attempt.number, attempt.order)
 
     # -- bookkeeping ------------------------------------------------------------------------
-
-    def _active_job(self, index: int, state: JobState, attempt: AttemptRecord) -> ActiveJob:
-        spec = self.results[index].spec
-        return ActiveJob(
-            spec.name,
-            spec.priority,
-            self.seq[index],
-            self._counted(spec),
-            state,
-            attempt.start,
-            max_runtime=spec.max_runtime_s,
-            share=spec.share if self.settings.shares else None,
-            plan=self.on_plan.get(index),
-            checkpoint=spec.checkpoint,
-        )
 
     def _saved_at(self, job: ActiveJob) -> float | None:
         """When a running job last saved (what its newest checkpoint object would say)."""
@@ -377,15 +367,19 @@ class _Replay:
             return None
         return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
 
-    def _fits(self, job: WaitingJob, now: float) -> bool:
-        """Whether the job's on-demand instances are free (held by neither job nor pool)."""
-        free = self._free(now)
+    def _fits(self, job: WaitingJob, seen: Snapshot, taken: Plan) -> bool:
+        """Whether the job's on-demand instances are free (held by neither job nor pool) once
+        what ``taken`` started from ``seen`` holds its own."""
+        seen = after(seen, taken)
+        free = self._free(seen.now, seen.active)
         return all(count <= free[itype] for itype, count in job.demand.items())
 
-    def _free(self, now: float) -> dict[str, int]:
-        """Free instances per capacity key: on-demand per type, and per plan at ``now``."""
+    def _free(self, now: float, active: Iterable[ActiveJob] | None = None) -> dict[str, int]:
+        """Free instances per capacity key: on-demand per type, and per plan at ``now``
+        (``active``: the jobs that hold instances; by default, those of the last pass)."""
         plans = self.settings.plans
-        active = [reservations.on_plan(job, plans) for job in self.active_view.values()]
+        held = self.active_view.values() if active is None else active
+        active = [reservations.on_plan(job, plans) for job in held]
         capacity = reservations.with_plans(self.capacity, plans, now)
         pools = [pool for pool, _ in self.pools.values()]
         free, _ = free_and_releasing(capacity, active, pools)
