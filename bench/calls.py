@@ -81,11 +81,11 @@ def calls_table(result: dict) -> str:
     ]
     note = (
         f"\n\nTwo jobs run on two ml.p5.48xlarge and {DEPTH} wait. A submission reads the "
-        "holders' item once, with the run-time history (one BatchGetItem); the pass and the "
-        "answer's expected start start from that reading, and the answer reads the queue on "
-        "from where the pass stopped. Its other calls: the next sequence number, the "
+        "holders' item once, with the run-time history (one BatchGetItem); its pass and its "
+        "answer's expected start both begin from that reading, and the answer reads the queue "
+        "on from where the pass stopped. Its other calls: the next sequence number, the "
         "transaction that queues it, and the queue's pages (this one: two of its instance "
         "type, one of jobs on several). A job that starts at once adds the start's writes and "
         "the job read back for the answer."
     )
-    return tabulate(rows, headers=headers, disable_numparse=True) + note
+    return tabulate(rows, headers=headers, tablefmt="github") + note

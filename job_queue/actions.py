@@ -156,23 +156,19 @@ class Actions:
         described = None if pool_found is _UNKNOWN else pool_found
         warm = lifecycle.started_on(job, sagemaker_name, described)
 
-        def decide(current: Job) -> lifecycle.Decision:
+        def decide(current: Job | None) -> lifecycle.Decision:
+            if current is None:
+                return lifecycle.Ignore("the job is gone")
             return lifecycle.on_start(
                 current, sagemaker_name, result, self.clock(), self.backoff, warm
             )
 
-        try:
-            self.act(job, decide(job))
-        except StaleState:
-            # Cancelled while CreateTrainingJob was under way: decide again on what it is now.
-            current = self.store.get(job.name)
-            if current is not None:
-                self.act(current, decide(current))
-        else:
-            if result.outcome is StartOutcome.STARTED:
-                self.report.waits_at_start.append(self.clock() - job.submitted_at)
-                self.report.warm_starts += warm is not None
-                logger.info("job started" + (" on a warm pool" if warm else ""), extra=log)
+        # Cancelled while CreateTrainingJob was under way, it is decided again as it is now.
+        decided_on = self.decide(job, decide)
+        if decided_on is job and result.outcome is StartOutcome.STARTED:
+            self.report.waits_at_start.append(self.clock() - job.submitted_at)
+            self.report.warm_starts += warm is not None
+            logger.info("job started" + (" on a warm pool" if warm else ""), extra=log)
         if pool is not None and pool_found is not _UNKNOWN:
             self.act_on_pool(pool, lifecycle.on_pool(pool, described, self.clock(), True))
 
@@ -187,19 +183,23 @@ class Actions:
 
     # -- lifecycle decisions ----------------------------------------------------------------
 
-    def decide(self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]):
-        """Carry out ``decide(job)``; when the write loses a race, re-read and decide again."""
-        current = job
+    def decide(
+        self, job: Job | None, decide: Callable[[Job | None], lifecycle.Decision]
+    ) -> Job | None:
+        """Carry out ``decide(job)``; when the write loses a race, re-read and decide again.
+        The job as last read when a decision held (None: it kept changing, or is gone)."""
+        current, name = job, job and job.name
 
-        def decide_once() -> None:
+        def decide_once() -> Job | None:
             nonlocal current
             try:
                 self.act(current, decide(current))
+                return current
             except StaleState:
-                current = self.store.get(current.name)  # read again, decide again
+                current = self.store.get(name)  # read again, decide again
                 raise
 
-        until_settled(decide_once, _RETRIES, lambda: None)
+        return until_settled(decide_once, _RETRIES, lambda: None)
 
     def act(self, job: Job, decision: lifecycle.Decision) -> None:
         """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""

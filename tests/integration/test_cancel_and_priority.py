@@ -1,7 +1,10 @@
 """DELETE /jobs/{name} and PUT /jobs/{name}/priority, in every state a job can be in."""
 
 import pytest
+from tjq.local.cloud import DEFAULT_CALLER
 
+from job_queue.access import Caller
+from job_queue.service import QueueService
 from tests.integration.helpers import job, states, submit
 
 
@@ -81,6 +84,24 @@ def test_cancel_starting_job_that_sagemaker_never_created(cloud):
     cloud.sweep()
     assert job(cloud, "a")["state"] == "cancelled"
     assert cloud.jobs() == []
+
+
+def test_cancel_while_its_create_is_under_way_stops_it_once_sagemaker_has_it(cloud):
+    """A cancel from another invocation lands between the claim and CreateTrainingJob's
+    answer: the starter's write loses that race, reads the job again, and stops it."""
+    other = QueueService(cloud.deps.store, cloud.deps.sagemaker, cloud.settings, cloud.clock)
+    owner = Caller(DEFAULT_CALLER, DEFAULT_CALLER)
+
+    def cancel_meanwhile(created):
+        cloud.sagemaker.on_create = None
+        assert other.cancel("a", owner).state.value == "cancelling"
+
+    cloud.sagemaker.on_create = cancel_meanwhile
+    assert submit(cloud, "a", 1)["job"]["state"] == "cancelling"
+    assert cloud.sagemaker.jobs["a"].status in ("Stopping", "Stopped")
+    cloud.advance(120)
+    assert job(cloud, "a")["state"] == "cancelled"
+    assert cloud.sagemaker.jobs["a"].status == "Stopped"
 
 
 def test_cancel_twice_is_harmless(cloud):

@@ -278,9 +278,10 @@ class _Replay:
                 self.on_plan[index] = on_plan
             self._start(index, now, warm=pool is not None)
             started.append(waiting)
-        # What the scheduler sees next: the pass's decisions as SageMaker carried them out.
-        carried = after(seen, replace(decided, starts=tuple(started)))
-        self.active_view = {self.index_of[job.name]: job for job in carried.active}
+        if started or decided.preemptions:
+            # What the scheduler sees next: the pass's decisions as SageMaker carried them out.
+            carried = after(seen, replace(decided, starts=tuple(started)))
+            self.active_view = {self.index_of[job.name]: job for job in carried.active}
 
     def _start(self, index: int, now: float, warm: bool = False) -> None:
         result = self.results[index]
