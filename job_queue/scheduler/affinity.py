@@ -10,9 +10,10 @@ deferrals and decides the deferring jobs, in queue order, when one ends.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from job_queue.scheduler.snapshot import Policy, WaitingJob
+from job_queue.scheduler.snapshot import Policy, WaitingJob, WarmPool
 
 
 def may_defer(job: WaitingJob, policy: Policy, now: float) -> bool:
@@ -32,3 +33,17 @@ class Deferral:
     priority: int
     jobs: list[WaitingJob] = field(default_factory=list)
     examined: int = 0  # later jobs looked at while it lasts
+
+
+def taker(
+    borrower: WaitingJob, pools: Sequence[WarmPool], behind: Sequence[WaitingJob]
+) -> tuple[WarmPool, WaitingJob] | None:
+    """The first of ``pools`` (its share's, which ``borrower`` would release to borrow) that
+    a job held ``behind`` it of its priority matches, and that job (None: none matches)."""
+    for pool in pools:
+        match = next(
+            (m for m in behind if m.priority == borrower.priority and pool.matches(m)), None
+        )
+        if match is not None:
+            return pool, match
+    return None

@@ -50,7 +50,9 @@ Steps that change rules 1 to 6 where the policy or the layout asks for them:
 * **Warm affinity.** With the policy's ``warm_affinity_s``, a job that would have pools
   released for it first lets the later jobs of its share, priority and type that match an
   idle pool start on it — ahead of it, never ahead of a higher priority, and not once it has
-  waited ``warm_affinity_s`` since its submission; then it is decided as usual.
+  waited ``warm_affinity_s`` since its submission; then it is decided as usual. A borrower
+  (rule 4) that would release a pool of its share that a job of its share and priority held
+  behind it matches lets that job start on the pool instead, and waits.
 * **Training plans.** A job is counted on the best place it may start (a plan's reserved
   instances before on-demand ones; see :mod:`~job_queue.scheduler.reservations`), and the
   rules apply to each place apart; a job that can start nowhere waits for all of them. A job
@@ -65,7 +67,6 @@ from collections.abc import Iterable
 
 from job_queue.scheduler import affinity, reservations
 from job_queue.scheduler.affinity import Deferral
-from job_queue.scheduler.backfill import latest_start
 from job_queue.scheduler.order import LostWork, least_lost_first
 from job_queue.scheduler.pass_state import WHOLE_QUEUE, PassState
 from job_queue.scheduler.shares import Share, ShareLedger
@@ -110,6 +111,7 @@ class Planner(PassState):
         self._borrowers: list[WaitingJob] = []  # in queue order
         self._deferred: dict[tuple[str, str], Deferral] = {}  # jobs letting matches go first
         self._alternatives: dict[str, list[WaitingJob]] = {}  # job -> other places it waits for
+        self._behind: dict[tuple[str, str], list[WaitingJob]] = {}  # held behind a borrower
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -176,6 +178,9 @@ class Planner(PassState):
             share = self._shares[self._ledger.owner(job.share)]
             keys = [(share.name, itype) for itype in job.demand]
             if any(key in closed for key in keys):
+                continue
+            if self._warm_instead(job, share):
+                closed.update(keys)
                 continue
             if self._admits(job, share, borrow=True, may_defer=False):
                 continue
@@ -276,6 +281,10 @@ class Planner(PassState):
 
     def _close(self, job: WaitingJob, share: Share) -> None:
         """A job behind a held one: its types close for its share (at every place it waits)."""
+        if self._policy.warm_affinity_s and len(job.demand) == 1:
+            behind = self._behind.setdefault((share.name, next(iter(job.demand))), [])
+            if len(behind) < self._policy.affinity_window:
+                behind.append(job)  # it may take a pool a borrower ahead would release
         for placed in [job, *self._alternatives.pop(job.name, ())]:
             keys = [(share.name, itype) for itype in placed.demand]
             self._held.update(keys)
@@ -347,24 +356,6 @@ class Planner(PassState):
             return True
         return self._make_room(job, share) is not None
 
-    # -- backfill: when a held job could start at the latest ------------------------------
-
-    def _latest_start(self, job: WaitingJob) -> float:
-        """When the instances the job needs are there at the latest: running jobs (of any
-        share) end by their bound, stopping ones now. A later job that ends before then
-        cannot delay it, whatever the quota rules say (they only ever make it start later).
-        Infinite when a job it waits for has no bound."""
-        ends = [
-            (self._bound_end(a), a.demand) for a in self._running if a.name not in self._victims
-        ]
-        ends += [(end, demand) for end, demand, _ in self._started_ends]
-        latest = self._now
-        for itype, need in job.demand.items():
-            have = self._free[itype] + self._releasing[itype] + self._pools.instances(itype)
-            typed = [(end, demand[itype]) for end, demand in ends if itype in demand]
-            latest = max(latest, latest_start(self._now, need, have, typed))
-        return latest
-
     # -- warm affinity ---------------------------------------------------------------------
 
     def _defers(self, job: WaitingJob, share: Share) -> bool:
@@ -389,6 +380,26 @@ class Planner(PassState):
         for key in [(share.name, t) for t in job.demand if (share.name, t) in self._deferred]:
             self._end_deferral(key)
         return False
+
+    def _warm_instead(self, job: WaitingJob, share: Share) -> bool:
+        """Warm affinity for a borrower: if it would borrow only by releasing a pool of its
+        share that a later job of its share and priority (held behind it) matches, that job
+        starts on the pool instead, and the borrower waits: the share borrows as much, and
+        nobody starts cold."""
+        if not affinity.may_defer(job, self._policy, self._now):
+            return False
+        if self._has_room(share, job.demand, soon=False, borrow=True):
+            return False
+        pools = self._search(job, share, self._releasable_pools(job, share), True, soon=False)
+        behind = self._behind.get((share.name, next(iter(job.demand))), [])
+        own = [p for p in pools or () if isinstance(p, WarmPool) and self._owner(p) == share.name]
+        taken = affinity.taker(job, own, behind)
+        if taken is None:
+            return False
+        pool, match = taken
+        behind.remove(match)
+        self._start_on(match, pool, share)
+        return True
 
     def _end_deferral(self, key: tuple[str, str]) -> None:
         """The jobs that let matches go first are decided now, in queue order."""

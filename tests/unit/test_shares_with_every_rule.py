@@ -172,6 +172,37 @@ WARM_AFFINITY = [
         policy=AFFINITY,
     ),
     Scenario(
+        "a share over its limit: the later job that matches its pool starts on it, and the "
+        "first in line does not release it to borrow (the share borrows no more either way)",
+        waiting=[waiting("first", "A", key="b", seq=1), waiting("matching", "A", key="a", seq=2)],
+        active=[running("a1", "A"), running("a2", "A"), running("b1", "B")],
+        pools=[pool("a-done", "A", "a")],  # A's third instance, borrowed from B
+        starts=["matching"],
+        warm={"matching": "a-done"},
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "a share over its limit, in strict order: the first in line borrows by releasing "
+        "the share's pool",
+        waiting=[waiting("first", "A", key="b", seq=1), waiting("matching", "A", key="a", seq=2)],
+        active=[running("a1", "A"), running("a2", "A"), running("b1", "B")],
+        pools=[pool("a-done", "A", "a")],
+        starts=["first"],
+        released=["a-done"],
+    ),
+    Scenario(
+        "a share over its limit: a later match of a lower priority does not take the pool",
+        waiting=[
+            waiting("first", "A", priority=1, key="b", seq=1),
+            waiting("matching", "A", key="a", seq=2),
+        ],
+        active=[running("a1", "A"), running("a2", "A"), running("b1", "B")],
+        pools=[pool("a-done", "A", "a")],
+        starts=["first"],
+        released=["a-done"],
+        policy=AFFINITY,
+    ),
+    Scenario(
         "warm affinity works within a share: another share's job that matches the pool does "
         "not jump ahead of the first in line",
         waiting=[waiting("first", "A", key="b", seq=1), waiting("b-match", "B", key="a", seq=2)],
