@@ -71,8 +71,14 @@ def with_teams(jobs):
     ]
 
 
+def unshared(jobs):
+    """The teams' jobs, their configurations kept, in one queue."""
+    return [replace(job, share=None) for job in jobs]
+
+
 def runs() -> dict:
-    """(label, keep-alive, policy, the blog's pass or None[, shares]) of each run."""
+    """(label, keep-alive, policy, the blog's pass or None[, shares, plans, "teams": the
+    teams' configurations in one queue]) of each run."""
     return {
         "blog, no pools": (0.0, Policy(), blog_decision),
         "blog, keep-alive 60 s (pools not counted)": (60.0, Policy(), blog_decision),
@@ -84,6 +90,16 @@ def runs() -> dict:
             KEEP_ALIVE,
             Policy(warm_affinity_s=math.inf),
             None,
+        ),
+        # The teams' split of configurations (16 kinds of pool) without shares: what one
+        # queue reaches on the workload the shares runs replay.
+        "one queue, the teams' configurations, warm affinity unbounded": (
+            KEEP_ALIVE,
+            Policy(warm_affinity_s=math.inf),
+            None,
+            (),
+            (),
+            "teams",
         ),
         "two lending shares, pools, strict order": (KEEP_ALIVE, Policy(), None, team_shares()),
         "two lending shares, pools, warm affinity unbounded": (
@@ -145,10 +161,11 @@ def warm_pools() -> dict:
     results = {}
     teams = with_teams(jobs)
     for label, (keep_alive, policy, decide, *layout) in runs().items():
-        shared, plans = (*layout, (), ())[:2]
+        shared, plans, split = (*layout, (), (), None)[:3]
         settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared, plans=plans)
         counted = WantedReleases() if decide is None else None
-        answer = report(simulate(teams if shared else jobs, settings, decide=decide or counted))
+        replayed = teams if shared else unshared(teams) if split else jobs
+        answer = report(simulate(replayed, settings, decide=decide or counted))
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}
         for row, job in zip(answer["jobs"], jobs, strict=True):
