@@ -31,6 +31,7 @@ from job_queue.scheduler import (
     LostWork,
     Plan,
 )
+from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
@@ -125,11 +126,7 @@ class QueueService:
                     f"a job named {submission.name} already exists ({existing.state}) with a "
                     "different request; choose another TrainingJobName"
                 )
-            if not existing.state.is_waiting:
-                return Submitted(existing, Outlook(), created=False)
-            seen = layout.seen(held, self.clock())
-            answer = outlook_of(self.store.reading(), self.settings.policy, seen, existing, history)
-            return Submitted(existing, answer, created=False)
+            return Submitted(existing, self.outlook(existing, (held, history)), created=False)
         self._actions.changed(job, JobState.PENDING, now, submitted=True)
         logger.info("job queued", extra={"job": job.name, "priority": job.priority})
         scheduled = self.schedule(held)
@@ -148,11 +145,12 @@ class QueueService:
             raise JobNotFound(f"no job named {name} in the queue")
         return job
 
-    def outlook(self, job: Job) -> Outlook:
-        """A waiting job's place in line and expected start (:mod:`job_queue.outlook`)."""
+    def outlook(self, job: Job, read: tuple[Holders, RunHistory] | None = None) -> Outlook:
+        """A waiting job's place in line and expected start (:mod:`job_queue.outlook`;
+        ``read``: the holders and run history this request has read already)."""
         if not job.state.is_waiting:
             return Outlook()
-        held, history = self.store.holders_and_history()
+        held, history = read or self.store.holders_and_history()
         seen = self.layout(held).seen(held, self.clock())
         return outlook_of(self.store.reading(), self.settings.policy, seen, job, history)
 

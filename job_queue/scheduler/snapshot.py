@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -255,9 +255,3 @@ def after(seen: Snapshot, decided: Plan) -> Snapshot:
 def started_names(decided: Plan) -> frozenset[str]:
     """The jobs ``decided`` starts (they no longer wait)."""
     return frozenset(job.name for job in decided.starts)
-
-
-def still_waiting(waiting: Iterable[WaitingJob], decided: Plan) -> list[WaitingJob]:
-    """``waiting`` without the jobs ``decided`` starts."""
-    started = started_names(decided)
-    return [job for job in waiting if job.name not in started]

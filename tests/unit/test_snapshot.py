@@ -4,7 +4,7 @@ to the next snapshot, which the expected-start replay and the simulator both tak
 from job_queue.models import JobState
 from job_queue.scheduler import ActiveJob, Policy, Snapshot, WaitingJob, after, plan
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
-from job_queue.scheduler.snapshot import WarmPool, still_waiting
+from job_queue.scheduler.snapshot import WarmPool, started_names
 
 P5 = "ml.p5.48xlarge"
 NOW = 10_000.0
@@ -34,7 +34,7 @@ def test_after_a_preemption_the_victim_is_stopping_and_the_preemptor_runs_from_n
         NOW + 120,
         600,
     )
-    assert still_waiting([urgent], started) == []
+    assert started_names(started) == {"urgent"}  # it no longer waits
     assert seen.active[0].state is JobState.RUNNING, "the snapshot itself is never changed"
 
 
