@@ -226,6 +226,15 @@ class PassState:
         ledger.give_back(pool.share, pool.demand)
         return pool if ledger.grant(share, job.demand, borrow=False) else None
 
+    def _others_pool(self, job: WaitingJob, share: Share, borrow: bool) -> WarmPool | None:
+        """The oldest idle pool of another share that ``job`` matches and whose capacity its
+        share may take (``borrow``: borrowing too): SageMaker would start the job on it, so it
+        starts warm rather than releasing the pool and starting cold."""
+        for pool in self._releasable_pools(job, share):
+            if pool.matches(job) and self._search(job, share, [pool], borrow, soon=False):
+                return pool
+        return None
+
     def _releasable(self, pool: WarmPool, share: Share) -> bool:
         """Whether a job of ``share`` may release ``pool``: its share's own, or one whose
         capacity another share may take — any but another RESERVE share's within its limit

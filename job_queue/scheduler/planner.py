@@ -14,10 +14,11 @@ Rules, in queue order (priority high to low, then submission order), for each jo
 1. **Warm pool.** A job whose configuration matches an idle warm pool its own share left
    starts on it (the oldest), if its share has room for it without that pool.
 2. **Own capacity.** Otherwise it starts on free instances if its share's limit has room (a
-   lender's room is what it has not lent out); else on idle pools released for it (pools it
-   does not match: its share's own, or any but another RESERVE share's, the oldest first,
-   only as many as it needs) if that lets it start now; else it takes instances that stops
-   under way are about to free, and starts when they are.
+   lender's room is what it has not lent out); else on another share's idle pool that it
+   matches, if its share may take that pool's capacity; else on idle pools released for it
+   (pools it does not match: its share's own, or any but another RESERVE share's, the oldest
+   first, only as many as it needs) if that lets it start now; else it takes instances that
+   stops under way are about to free, and starts when they are.
 3. **Reclaim.** If its share's idle capacity is lent out and the job fits within its share's
    limit, jobs running on borrowed capacity are preempted (pools first, then jobs lowest
    priority first, then least lost work, then most recently started; only as many as it
@@ -49,9 +50,9 @@ Steps that change rules 1 to 6 where the policy or the layout asks for them:
   back to it.
 * **Warm affinity.** With the policy's ``warm_affinity_s``, a job that would have pools
   released for it first lets the later jobs of its share, priority and type that match an
-  idle pool start on it — ahead of it, never ahead of a higher priority, and not once it has
+  idle pool (its share's, or another's that its share may take) start on it — ahead of it, never ahead of a higher priority, and not once it has
   waited ``warm_affinity_s`` since its submission; then it is decided as usual. A borrower
-  (rule 4) that would release a pool of its share that a job of its share and priority held
+  (rule 4) that would release a pool that a job of its share and priority held
   behind it matches lets that job start on the pool instead, and waits.
 * **Training plans.** A job is counted on the best place it may start (a plan's reserved
   instances before on-demand ones; see :mod:`~job_queue.scheduler.reservations`), and the
@@ -66,9 +67,9 @@ import math
 from collections.abc import Iterable
 
 from job_queue.scheduler import affinity, reservations
-from job_queue.scheduler.affinity import Deferral
+from job_queue.scheduler.affinity import Deferral, WarmAffinity
 from job_queue.scheduler.order import LostWork, least_lost_first
-from job_queue.scheduler.pass_state import WHOLE_QUEUE, PassState
+from job_queue.scheduler.pass_state import WHOLE_QUEUE
 from job_queue.scheduler.shares import Share, ShareLedger
 from job_queue.scheduler.snapshot import (
     ActiveJob,
@@ -85,7 +86,7 @@ DEFAULT_POLICY = Policy()
 __all__ = ["DEFAULT_POLICY", "WHOLE_QUEUE", "Planner", "plan"]
 
 
-class Planner(PassState):
+class Planner(WarmAffinity):
     """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
 
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
@@ -109,9 +110,7 @@ class Planner(PassState):
         super().__init__(seen, policy, lost_work)
         self._collected: dict[tuple[str, str], int] = {}
         self._borrowers: list[WaitingJob] = []  # in queue order
-        self._deferred: dict[tuple[str, str], Deferral] = {}  # jobs letting matches go first
         self._alternatives: dict[str, list[WaitingJob]] = {}  # job -> other places it waits for
-        self._behind: dict[tuple[str, str], list[WaitingJob]] = {}  # held behind a borrower
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -200,6 +199,10 @@ class Planner(PassState):
         demand = job.demand
         if self._has_room(share, demand, soon=False, borrow=borrow):
             self._start(job, share)
+            return True
+        pool = self._others_pool(job, share, borrow)
+        if pool is not None:
+            self._start_on(job, pool, share)
             return True
         pools = self._search(job, share, self._releasable_pools(job, share), borrow, soon=False)
         if pools is not None:
@@ -355,57 +358,6 @@ class Planner(PassState):
         if self._has_room(share, job.demand, soon=True):
             return True
         return self._make_room(job, share) is not None
-
-    # -- warm affinity ---------------------------------------------------------------------
-
-    def _defers(self, job: WaitingJob, share: Share) -> bool:
-        """While jobs of a share and type let matching jobs go first: a job of their share
-        and priority starts on its pool ahead of them, or waits behind them (True); another
-        job of their share ends the wait for the types it needs, and is decided as usual
-        (False), as is a job of another share, which has a queue order of its own."""
-        itype = next(iter(job.demand)) if len(job.demand) == 1 else None
-        deferral = self._deferred.get((share.name, itype)) if itype is not None else None
-        if (
-            deferral is not None
-            and job.priority == deferral.priority
-            and deferral.examined < self._policy.affinity_window
-        ):
-            deferral.examined += 1
-            pool = self._own_pool(job, share)
-            if pool is not None:
-                self._start_on(job, pool, share)  # ahead of earlier jobs of its priority
-            else:
-                deferral.jobs.append(job)
-            return True
-        for key in [(share.name, t) for t in job.demand if (share.name, t) in self._deferred]:
-            self._end_deferral(key)
-        return False
-
-    def _warm_instead(self, job: WaitingJob, share: Share) -> bool:
-        """Warm affinity for a borrower: if it would borrow only by releasing a pool of its
-        share that a later job of its share and priority (held behind it) matches, that job
-        starts on the pool instead, and the borrower waits: the share borrows as much, and
-        nobody starts cold."""
-        if not affinity.may_defer(job, self._policy, self._now):
-            return False
-        if self._has_room(share, job.demand, soon=False, borrow=True):
-            return False
-        pools = self._search(job, share, self._releasable_pools(job, share), True, soon=False)
-        behind = self._behind.get((share.name, next(iter(job.demand))), [])
-        own = [p for p in pools or () if isinstance(p, WarmPool) and self._owner(p) == share.name]
-        taken = affinity.taker(job, own, behind)
-        if taken is None:
-            return False
-        pool, match = taken
-        behind.remove(match)
-        self._start_on(match, pool, share)
-        return True
-
-    def _end_deferral(self, key: tuple[str, str]) -> None:
-        """The jobs that let matches go first are decided now, in queue order."""
-        share = self._shares[key[0]]
-        for job in self._deferred.pop(key).jobs:
-            self._offer(job, share, may_defer=False)
 
 
 def plan(

@@ -4,7 +4,8 @@ The rules, the same in every layout:
 
 * A pool past its keep-alive is gone: SageMaker has ended it, whether or not the queue has
   noticed yet.
-* A job starts on the oldest idle pool of its configuration and demand, before anything else.
+* A job starts on the oldest idle pool of its configuration and demand, before anything else
+  (with quota shares, its share's own first; another share's if its share may take it).
 * An idle pool never blocks waiting work: pools a job does not match are released for it when
   free instances (and, unless it may backfill, instances that stops under way are about to
   free) are not enough — the oldest first, only as many as it needs, and before anything is

@@ -203,6 +203,45 @@ WARM_AFFINITY = [
         policy=AFFINITY,
     ),
     Scenario(
+        "a job that borrows another share's idle pool it matches starts on it warm, rather "
+        "than releasing it and starting cold",
+        waiting=[waiting("a-match", "A", key="a")],
+        active=[running("a1", "A"), running("a2", "A"), running("b1", "B")],
+        pools=[pool("b-done", "B", "a")],
+        starts=["a-match"],
+        warm={"a-match": "b-done"},
+    ),
+    Scenario(
+        "a later job of the share that matches another share's idle pool starts on it ahead "
+        "of the first in line, who then has another pool released for it",
+        waiting=[waiting("first", "A", key="b", seq=1), waiting("matching", "A", key="a", seq=2)],
+        active=[running("a0", "A"), running("b1", "B")],
+        pools=[pool("b-done", "B", "a"), pool("b-old", "B", "z")],  # B held over its limit
+        starts=["matching", "first"],
+        warm={"matching": "b-done"},
+        released=["b-old"],
+        policy=AFFINITY,
+    ),
+    Scenario(
+        "in strict order, the first in line has the other share's pool released for it, and "
+        "the later match starts cold",
+        waiting=[waiting("first", "A", key="b", seq=1), waiting("matching", "A", key="a", seq=2)],
+        active=[running("a0", "A"), running("b1", "B")],
+        pools=[pool("b-done", "B", "a"), pool("b-old", "B", "z")],
+        starts=["first", "matching"],
+        released=["b-done", "b-old"],
+    ),
+    Scenario(
+        "a borrower that would release another share's pool a later job of its share and "
+        "priority matches lets that job start on it, and waits",
+        waiting=[waiting("first", "A", key="b", seq=1), waiting("matching", "A", key="a", seq=2)],
+        active=[running("a1", "A"), running("a2", "A"), running("b1", "B")],
+        pools=[pool("b-done", "B", "a")],
+        starts=["matching"],
+        warm={"matching": "b-done"},
+        policy=AFFINITY,
+    ),
+    Scenario(
         "warm affinity works within a share: another share's job that matches the pool does "
         "not jump ahead of the first in line",
         waiting=[waiting("first", "A", key="b", seq=1), waiting("b-match", "B", key="a", seq=2)],
