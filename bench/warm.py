@@ -34,8 +34,9 @@ DAY = 86400.0
 
 
 # The same week split between two teams that lend each other what they do not use: each
-# job's team is a seeded draw; limits 22 and 21 of the 43 instances. Each team runs under
-# its own role, so a pool matches only its own team's jobs of the same configuration.
+# job's team is a seeded draw; limits 22 and 21 of the 43 instances. The jobs keep their
+# configurations (the teams train under one role, as in AWS's quota-share post), so a pool
+# matches the jobs of either team of its configuration.
 TEAMS = {"team-a": 22, "team-b": 21}
 
 
@@ -65,20 +66,11 @@ TEAM_B_PLAN = TrainingPlan(
 def with_teams(jobs):
     draw = random.Random(20261202)
     teams = [draw.choice(list(TEAMS)) for _ in jobs]
-    return [
-        replace(job, share=team, warm_key=f"{job.warm_key}@{team}")
-        for job, team in zip(jobs, teams, strict=True)
-    ]
-
-
-def unshared(jobs):
-    """The teams' jobs, their configurations kept, in one queue."""
-    return [replace(job, share=None) for job in jobs]
+    return [replace(job, share=team) for job, team in zip(jobs, teams, strict=True)]
 
 
 def runs() -> dict:
-    """(label, keep-alive, policy, the blog's pass or None[, shares, plans, "teams": the
-    teams' configurations in one queue]) of each run."""
+    """(label, keep-alive, policy, the blog's pass or None[, shares, plans]) of each run."""
     return {
         "blog, no pools": (0.0, Policy(), blog_decision),
         "blog, keep-alive 60 s (pools not counted)": (60.0, Policy(), blog_decision),
@@ -90,16 +82,6 @@ def runs() -> dict:
             KEEP_ALIVE,
             Policy(warm_affinity_s=math.inf),
             None,
-        ),
-        # The teams' split of configurations (16 kinds of pool) without shares: what one
-        # queue reaches on the workload the shares runs replay.
-        "one queue, the teams' configurations, warm affinity unbounded": (
-            KEEP_ALIVE,
-            Policy(warm_affinity_s=math.inf),
-            None,
-            (),
-            (),
-            "teams",
         ),
         "two lending shares, pools, strict order": (KEEP_ALIVE, Policy(), None, team_shares()),
         "two lending shares, pools, warm affinity unbounded": (
@@ -138,12 +120,8 @@ class WantedReleases:
                 if job.priority != head:
                     break
                 left.append(job)
-            # (With shares, a job of the pool's share: another's may not start on it first.)
             heads = [job for job in left if job.priority == head]
-            self.count += sum(
-                any(r.pool.matches(job) and r.pool.share == job.share for job in heads)
-                for r in plan.releases
-            )
+            self.count += sum(any(r.pool.matches(job) for job in heads) for r in plan.releases)
         return plan
 
 
@@ -161,10 +139,10 @@ def warm_pools() -> dict:
     results = {}
     teams = with_teams(jobs)
     for label, (keep_alive, policy, decide, *layout) in runs().items():
-        shared, plans, split = (*layout, (), (), None)[:3]
+        shared, plans = (*layout, (), ())[:2]
         settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared, plans=plans)
         counted = WantedReleases() if decide is None else None
-        replayed = teams if shared else unshared(teams) if split else jobs
+        replayed = teams if shared else jobs
         answer = report(simulate(replayed, settings, decide=decide or counted))
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}

@@ -80,7 +80,7 @@ class WarmAffinity(PassState):
             and deferral.examined < self._policy.affinity_window
         ):
             deferral.examined += 1
-            pool = self._own_pool(job, share) or self._others_pool(job, share, False)
+            pool = self._own_pool(job, share) or self._matched_pool(job, share, False)
             if pool is not None:
                 self._start_on(job, pool, share)  # ahead of earlier jobs of its priority
             else:

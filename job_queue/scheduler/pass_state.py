@@ -226,8 +226,8 @@ class PassState:
         ledger.give_back(pool.share, pool.demand)
         return pool if ledger.grant(share, job.demand, borrow=False) else None
 
-    def _others_pool(self, job: WaitingJob, share: Share, borrow: bool) -> WarmPool | None:
-        """The oldest idle pool of another share that ``job`` matches and whose capacity its
+    def _matched_pool(self, job: WaitingJob, share: Share, borrow: bool) -> WarmPool | None:
+        """The oldest idle pool, of any share, that ``job`` matches and whose capacity its
         share may take (``borrow``: borrowing too): SageMaker would start the job on it, so it
         starts warm rather than releasing the pool and starting cold."""
         for pool in self._releasable_pools(job, share):

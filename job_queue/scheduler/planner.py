@@ -50,10 +50,11 @@ Steps that change rules 1 to 6 where the policy or the layout asks for them:
   back to it.
 * **Warm affinity.** With the policy's ``warm_affinity_s``, a job that would have pools
   released for it first lets the later jobs of its share, priority and type that match an
-  idle pool (its share's, or another's that its share may take) start on it — ahead of it, never ahead of a higher priority, and not once it has
-  waited ``warm_affinity_s`` since its submission; then it is decided as usual. A borrower
-  (rule 4) that would release a pool that a job of its share and priority held
-  behind it matches lets that job start on the pool instead, and waits.
+  idle pool (its share's, or another's that its share may take) start on it — ahead of it,
+  never ahead of a higher priority, and not once it has waited ``warm_affinity_s`` since its
+  submission; then it is decided as usual. A borrower (rule 4) that would release a pool
+  that a job of its share and priority held behind it matches lets that job start on the
+  pool instead, and waits.
 * **Training plans.** A job is counted on the best place it may start (a plan's reserved
   instances before on-demand ones; see :mod:`~job_queue.scheduler.reservations`), and the
   rules apply to each place apart; a job that can start nowhere waits for all of them. A job
@@ -200,7 +201,7 @@ class Planner(WarmAffinity):
         if self._has_room(share, demand, soon=False, borrow=borrow):
             self._start(job, share)
             return True
-        pool = self._others_pool(job, share, borrow)
+        pool = self._matched_pool(job, share, borrow)
         if pool is not None:
             self._start_on(job, pool, share)
             return True
