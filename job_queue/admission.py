@@ -68,9 +68,15 @@ def check_fit(submission: Submission, layout: Layout, where: str) -> None:
 def share_for(submission: Submission, layout: Layout, where: str) -> str | None:
     """The job's share: its ``share`` tag, else the default share; one that exists and may
     hold the job (None when the layout has no shares)."""
-    if not layout.shares:
-        return None
     field = f"Tags.{tags.SHARE}"
+    if not layout.shares:
+        if submission.share is not None:
+            raise InvalidRequest.of(
+                field,
+                f"{where} has no quota shares, so a job cannot name one "
+                f"({submission.share!r}); remove the tag",
+            )
+        return None
     name = submission.share or layout.default_share
     valid = ", ".join(s.name for s in layout.shares)
     if name is None:

@@ -17,6 +17,7 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import (
+    INSTANCE_TYPE,
     SharesError,
     check_ceilings,
     loads_shares,
@@ -128,10 +129,18 @@ class Settings:
         shares_text = env.get("SHARES", "").strip()
         shares = parse_shares_setting(shares_text, max_priority)
         # With shares, their limits are the capacity; CAPACITY may still name uncapped types.
-        capacity_text = env.get("CAPACITY", "")
+        capacity_text = env.get("CAPACITY", "").strip()
         capacity, uncapped, plans = (
-            parse_capacity(capacity_text) if capacity_text or not shares else ({}, frozenset(), ())
+            parse_capacity(capacity_text, capped=not shares)
+            if capacity_text or not shares
+            else ({}, frozenset(), ())
         )
+        capped = sorted(t for t, n in capacity.items() if n) if shares else []
+        if capped:
+            raise ConfigError(
+                f"CAPACITY caps {', '.join(capped)}, but with SHARES the shares' limits are the "
+                'capacity: CAPACITY may only name uncapped types ("unlimited"); leave it empty'
+            )
         check_plans_owned_once(plans, shares)
         plan_arns = frozenset(
             arn.strip() for arn in env.get("TRAINING_PLAN_ARNS", "").split(",") if arn.strip()
@@ -187,9 +196,17 @@ def parse_checkpoint_uri(text: str) -> str:
         raise ConfigError(f"CHECKPOINT_S3_URI: {exc}") from None
 
 
-def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
+def parse_capacity(
+    text: str, capped: bool = True
+) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
     """``{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimited"}``: instances per type the
-    queue may run at once, the types it does not cap, and its training plans."""
+    queue may run at once, the types it does not cap, and its training plans (``capped``:
+    at least one type must have a cap; with shares, theirs are the caps)."""
+    if not text.strip():
+        raise ConfigError(
+            'CAPACITY is not set: give the instances per type, such as {"ml.p5.48xlarge": 2} '
+            "(or quota shares in SHARES)"
+        )
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -200,7 +217,7 @@ def parse_capacity(text: str) -> tuple[dict[str, int], frozenset[str], tuple[Tra
         capacity, uncapped, plans = split_capacity(value)
     except ValueError as exc:
         raise ConfigError(f"CAPACITY: {exc}") from None
-    if not capacity:
+    if capped and not capacity:
         raise ConfigError("CAPACITY: at least one instance type must have a cap")
     return capacity, uncapped, plans
 
@@ -214,7 +231,7 @@ def split_capacity(
     these, or a plan named twice."""
     capacity, uncapped, plans = {}, set(), []
     for itype, count in value.items():
-        if not isinstance(itype, str) or not itype.startswith("ml."):
+        if not isinstance(itype, str) or not INSTANCE_TYPE.match(itype):
             raise ValueError(f"{itype!r} is not a SageMaker instance type")
         if count == UNCAPPED:
             uncapped.add(itype)

@@ -97,7 +97,11 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
     if not isinstance(role, str) or not role.startswith("arn:"):
         raise InvalidRequest.must("RoleArn", "be an IAM role ARN")
     if role not in allowed_roles:
-        raise RoleNotAllowed(f"RoleArn {role} is not one this queue may pass to SageMaker")
+        raise RoleNotAllowed(
+            f"RoleArn {role} is not one this queue may pass to SageMaker; it allows "
+            f"{', '.join(sorted(allowed_roles)) or 'none'} (the AllowedRoleArns setting; "
+            "`smq local-api --allowed-role ARN` on your machine)"
+        )
     demand = instance_demand(request["ResourceConfig"])
     if "TrainingPlanArn" in request["ResourceConfig"]:
         raise InvalidRequest.of(

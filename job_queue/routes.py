@@ -79,6 +79,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
             "plans": [plan_row(p, held.jobs, now) for p in plans],
             "capacity": dict(layout.capacity),
             "uncapped": sorted(layout.uncapped),
+            "shares": [share.name for share in layout.shares],
         }
         return _json(200, answer)
 

@@ -27,6 +27,7 @@ from tjq.errors import (
     NotConfigured,
     QueueApiError,
     QueueUnreachable,
+    UnknownShare,
 )
 
 _ERRORS_BY_STATUS = {403: AccessDenied, 404: JobNotFound, 409: JobConflict}
@@ -61,8 +62,9 @@ class QueueClient:
     ) -> None:
         if not url:
             raise NotConfigured(
-                "no queue API URL: pass one or set SMQ_API_URL "
-                "(the ApiUrl output of the deployed stack)"
+                "no queue API URL: set SMQ_API_URL (or pass --url to smq, url= in Python) to "
+                "the ApiUrl output of the deployed stack, or `source` the --env-file of "
+                "`smq local-api`"
             )
         if urlsplit(url).scheme not in ("http", "https"):
             raise NotConfigured(f"the queue API URL {url!r} must start with https:// or http://")
@@ -157,6 +159,16 @@ class QueueClient:
         return self._http.request(
             method, request.url, data=data, headers=dict(request.headers), timeout=self._timeout
         )
+
+
+def check_share(answer: dict, share: str) -> None:
+    """UnknownShare unless ``share`` is one of the queue's shares (``answer``: a GET /jobs
+    page, which names them)."""
+    shares = answer.get("shares") or []
+    if share not in shares:
+        queue = answer.get("queue", "the queue")
+        known = f"its shares are {', '.join(shares)}" if shares else "it has no quota shares"
+        raise UnknownShare(f"share {share!r} is not a share of queue {queue}: {known}")
 
 
 def every_row(page: Callable[[str | None], dict]) -> list[dict]:

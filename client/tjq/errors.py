@@ -38,6 +38,10 @@ class JobConflict(QueueApiError):
     """409: the job's state does not allow the change, or the name is taken."""
 
 
+class UnknownShare(QueueClientError):
+    """A share that the queue does not have was named."""
+
+
 class InvalidJob(QueueClientError):
     """A request refused before it was sent (for example, a priority that is not an integer)."""
 

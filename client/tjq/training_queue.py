@@ -20,7 +20,7 @@ import boto3
 from job_queue import tags as tag_names
 from job_queue.models import JobState
 from tjq import sdk_objects
-from tjq.api import QueueClient
+from tjq.api import QueueClient, check_share, every_row
 from tjq.errors import JobNotFound, JobNotStarted
 from tjq.progress import FINISHED, describe_state, expected_text
 from tjq.queue_lookup import find_queue, is_url
@@ -197,9 +197,12 @@ class TrainingQueue:
         if share is None:
             raise ValueError("list_jobs_by_share needs quota_share_name= (or share_identifier=)")
         wanted = _states_for(status)
+        first = self.queue.jobs(1000)
+        check_share(first, share)
+        rows = every_row(lambda token: first if token is None else self.queue.jobs(1000, token))
         return [
             QueuedJob(self, row["name"])
-            for row in self.queue.all_jobs()
+            for row in rows
             if row.get("share") == share and (wanted is None or row["state"] in wanted)
         ]
 

@@ -32,6 +32,7 @@ TERMINATION_WINDOW_S = 1800.0  # SageMaker terminates a reservation's instances 
 # The queue stops its jobs this long before the window opens: the sweep, which notices,
 # runs every minute, and a stop takes a while.
 STOP_AHEAD_S = 300.0
+UNUSABLE_END_S = TERMINATION_WINDOW_S + STOP_AHEAD_S  # a reservation's end the queue never uses
 RESERVATION_ENDING = "reservation ending"
 ENDED = frozenset({"Expired", "Failed"})  # plan statuses that take the capacity with them
 
@@ -47,7 +48,7 @@ class Reservation:
     @property
     def usable_until(self) -> float:
         """When its instances stop counting: shortly before the termination window opens."""
-        return self.end - TERMINATION_WINDOW_S - STOP_AHEAD_S
+        return self.end - UNUSABLE_END_S
 
     def usable(self, now: float) -> bool:
         return self.start <= now < self.usable_until

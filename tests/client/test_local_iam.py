@@ -37,9 +37,15 @@ def test_the_sdks_role_check_is_answered_from_the_roles_policies(local_env):
         ("ecr:GetAuthorizationToken", "allowed"),
         ("iam:CreateUser", "implicitDeny"),
     ]
-    with pytest.raises(iam.exceptions.NoSuchEntityException):
-        iam.simulate_principal_policy(
+    # A role the local API does not know: "cannot tell" (AccessDenied), so that the SDK goes
+    # on and the queue's refusal, naming the roles it allows, is what the user sees.
+    for check in (
+        lambda: iam.simulate_principal_policy(
             PolicySourceArn="arn:aws:iam::123456789012:role/Missing", ActionNames=["s3:*"]
-        )
+        ),
+        lambda: iam.get_role(RoleName="Missing"),
+    ):
+        with pytest.raises(iam.exceptions.ClientError, match="AccessDenied.*--allowed-role"):
+            check()
     # The rest of IAM is moto's.
     assert iam.list_roles()["Roles"]

@@ -13,7 +13,7 @@ from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
 from job_queue import tags
-from job_queue.config import Settings
+from job_queue.config import ConfigError, Settings
 from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
@@ -233,7 +233,7 @@ def test_lambda_runtime(template):
     assert template["Parameters"]["ReservedConcurrency"]["Default"] > 1
 
 
-def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template):
+def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts_given_a_capacity(template):
     variables = template["Resources"]["QueueFunction"]["Properties"]["Environment"]["Variables"]
     parameters = template["Parameters"]
     settings = {
@@ -259,12 +259,12 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts(template)
         assert variables[variable] == {"Fn::Join": [",", {"Ref": parameter}]}
     env = {variable: str(parameters[p]["Default"]) for variable, p in settings.items()}
     env.update({v: str(parameters[p].get("Default", "")) for v, p in lists.items()})
-    env.update(
-        TABLE_NAME="queue",
-        CAPACITY=parameters["Capacity"]["Default"],
-        ALLOWED_ROLE_ARNS="arn:aws:iam::123456789012:role/Train",
-    )
-    defaults = Settings.from_environment(env)
+    # Capacity has no default: the deployer says what the queue holds.
+    assert parameters["Capacity"]["Default"] == ""
+    env.update(TABLE_NAME="queue", ALLOWED_ROLE_ARNS="arn:aws:iam::123456789012:role/Train")
+    with pytest.raises(ConfigError, match="CAPACITY is not set"):
+        Settings.from_environment({**env, "CAPACITY": ""})
+    defaults = Settings.from_environment({**env, "CAPACITY": '{"ml.p5.48xlarge": 2}'})
     assert defaults.shares == () and defaults.policy == Policy()
     assert defaults.keep_alive_seconds == 0
     assert defaults.admin_principals == () and defaults.max_priority == 9999
@@ -302,8 +302,20 @@ def test_samconfig_deploys_without_prompts_after_guided():
     assert config["default"]["global"]["parameters"]["stack_name"]
 
 
-def test_lambda_requirements_agree_with_the_project():
-    requirements = (ROOT / "job_queue" / "requirements.txt").read_text().split()
+def test_lambda_requirements_are_pinned_exactly_within_the_projects_range():
+    from packaging.requirements import Requirement
+
+    lines = (ROOT / "job_queue" / "requirements.txt").read_text().splitlines()
+    pins = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    assert pins and all(
+        len(pin.specifier) == 1 and next(iter(pin.specifier)).operator == "==" for pin in pins
+    ), "every Lambda dependency is pinned with =="
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    powertools = [r for r in project if r.startswith("aws-lambda-powertools")]
-    assert requirements == powertools
+    for wanted in map(Requirement, project):
+        pinned = next((p for p in pins if p.name == wanted.name), None)
+        if wanted.name == "boto3":
+            assert pinned is None  # the runtime's own
+            continue
+        assert pinned is not None, f"{wanted.name} is not pinned for the Lambda"
+        version = next(iter(pinned.specifier)).version
+        assert wanted.specifier.contains(version), f"{pinned} is outside {wanted}"

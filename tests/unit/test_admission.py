@@ -43,6 +43,13 @@ REFUSALS = [
         "3 x ml.p5.48xlarge is more than this queue's capacity of 2",
     ),
     (
+        "a share named in a queue without shares",
+        {"share": "vision"},
+        ONE_QUEUE,
+        "Tags.share",
+        "this queue has no quota shares, so a job cannot name one ('vision')",
+    ),
+    (
         "no share in a queue with shares",
         {},
         WITH_SHARES,

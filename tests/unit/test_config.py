@@ -12,6 +12,8 @@ ROLE = "arn:aws:iam::123456789012:role/Train"
 
 def _env(**overrides):
     env = {"TABLE_NAME": "queue", "CAPACITY": '{"ml.p5.48xlarge": 2}', "ALLOWED_ROLE_ARNS": ROLE}
+    if "SHARES" in overrides:
+        del env["CAPACITY"]  # the shares' limits are the capacity
     env.update(overrides)
     return {k: v for k, v in env.items() if v is not None}
 
@@ -51,7 +53,7 @@ def test_with_shares_capacity_names_only_the_uncapped_types():
     shares = '[{"name": "a", "capacity": {"ml.p5.48xlarge": 1}, "strategy": "LEND", '
     shares += '"in_share_preemption": false}]'
     settings = Settings.from_environment(
-        _env(SHARES=shares, CAPACITY='{"ml.p5.48xlarge": 9, "ml.c5.18xlarge": "unlimited"}')
+        _env(SHARES=shares, CAPACITY='{"ml.c5.18xlarge": "unlimited"}')
     )
     assert settings.capacity == {"ml.p5.48xlarge": 1}  # the shares' limits
     assert settings.layout().uncapped == {"ml.c5.18xlarge"}
@@ -115,6 +117,16 @@ def test_defaults_preempt_at_once_and_backfill():
         ({"CAPACITY": "two"}, "CAPACITY"),
         ({"CAPACITY": "{}"}, "CAPACITY"),
         ({"CAPACITY": '{"p5": 2}'}, "p5"),
+        ({"CAPACITY": ""}, "CAPACITY is not set"),
+        ({"CAPACITY": '{"ml.p5.48xlarg": 2}'}, "CAPACITY: 'ml.p5.48xlarg' is not a SageMaker"),
+        (
+            {
+                "CAPACITY": '{"ml.p5.48xlarge": 9}',
+                "SHARES": '[{"name": "a", "capacity": {"ml.p5.48xlarge": 1}, "strategy": '
+                '"LEND", "in_share_preemption": false}]',
+            },
+            "CAPACITY caps ml.p5.48xlarge, but with SHARES the shares' limits are the capacity",
+        ),
         ({"CAPACITY": '{"ml.p5.48xlarge": -1}'}, "ml.p5.48xlarge"),
         ({"CAPACITY": '{"ml.p5.48xlarge": 1.5}'}, "ml.p5.48xlarge"),
         ({"ALLOWED_ROLE_ARNS": "Admin"}, "ALLOWED_ROLE_ARNS"),

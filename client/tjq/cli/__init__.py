@@ -12,7 +12,9 @@
     smq submit REQUEST.json [--priority N] [--share S] [--checkpoint on-stop|SECONDS]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
-                  [--checkpoint-s3-uri URI] [--run-scripts]
+                  [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
+    smq config check [--samconfig FILE] [--capacity JSON] [--shares FILE] [--capped TYPES]
+                     [--training-plan-arns ARNS]  check a deployment's parameters together
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
                  [--json] [--plot F.png]
 
@@ -24,10 +26,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 
 from job_queue.models import MAX_PRIORITY
-from tjq.cli import arguments
+from tjq.cli import arguments, config_command, local_command
 from tjq.cli import machine_commands as machine
 from tjq.cli import queue_commands as queue
 from tjq.cli.common import fail
@@ -36,13 +39,23 @@ from tjq.errors import QueueApiError, QueueClientError
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit code is 0 on success, 1 on an error, 2 on bad usage."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
     try:
         return args.run(args)
     except QueueApiError as exc:
         return fail(f"{exc.message} (HTTP {exc.status})")
     except QueueClientError as exc:
         return fail(str(exc))
+    except BrokenPipeError:
+        # The reader went away (`smq status | head -1`): nothing more to say, to anyone.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        return fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
     except KeyboardInterrupt:
         return 130
 
@@ -56,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="smq", description="Watch and steer the training-job queue."
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     status = commands.add_parser("status", parents=[api], help="the queue as a table")
     status.add_argument("--share", metavar="S", help="only the jobs of quota share S")
@@ -140,110 +153,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     submit.set_defaults(run=queue.submit)
 
-    local = commands.add_parser("local-api", help="run the queue and emulated AWS on this machine")
-    local.add_argument("--port", type=int, default=8080)
-    local.add_argument(
-        "--name",
-        type=arguments.queue_name,
-        default="training-job-queue",
-        help="the queue's name, as TrainingQueue(name) finds it (default: training-job-queue)",
-    )
-    local.add_argument(
-        "--capacity",
-        type=arguments.capacity,
-        action="append",
-        metavar="TYPE=N",
-        help="instances per type, or TYPE=unlimited for a type the queue does not cap "
-        "(repeatable; default ml.p5.48xlarge=2)",
-    )
-    local.add_argument(
-        "--allowed-role",
-        action="append",
-        metavar="ARN",
-        help="role ARNs jobs may use (repeatable; default a local example role)",
-    )
-    local.add_argument(
-        "--run-seconds",
-        type=float,
-        default=60.0,
-        help="how long a job runs unless its simulated-run-seconds tag says otherwise",
-    )
-    local.add_argument("--stop-seconds", type=float, default=5.0, help="how long a stop takes")
-    local.add_argument(
-        "--start-seconds",
-        type=arguments.seconds,
-        default=0.0,
-        metavar="S",
-        help="provisioning before a cold-started job runs (default 0)",
-    )
-    local.add_argument(
-        "--warm-start-seconds",
-        type=arguments.seconds,
-        default=0.0,
-        metavar="S",
-        help="the same for a job started on a warm pool (default 0)",
-    )
-    local.add_argument(
-        "--keep-alive",
-        type=arguments.whole_seconds,
-        default=0,
-        metavar="S",
-        help="warm-pool keep-alive of jobs that set none (the KeepAliveSeconds setting; 0: off)",
-    )
-    local.add_argument(
-        "--warm-affinity",
-        type=arguments.seconds,
-        default=0.0,
-        metavar="S",
-        help="the WarmAffinitySeconds setting (0: strict order)",
-    )
-    local.add_argument(
-        "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
-    )
-    local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
-    local.add_argument(
-        "--admin",
-        type=arguments.arn_pattern,
-        action="append",
-        metavar="PATTERN",
-        help="an IAM ARN pattern of the queue's admins (repeatable; the AdminPrincipals "
-        "setting). Callers are arn:aws:iam::123456789012:user/<access key id>; without "
-        "--admin, every local caller is an admin",
-    )
-    local.add_argument(
-        "--max-priority",
-        type=arguments.priority_ceiling,
-        default=MAX_PRIORITY,
-        metavar="N",
-        help="the highest priority a non-admin may set (the MaxPriority setting)",
-    )
-    local.add_argument(
-        "--training-plan",
-        type=arguments.training_plan,
-        action="append",
-        metavar="NAME=TYPE:COUNT:START:END",
-        help="a training plan the emulated account holds: COUNT reserved instances of TYPE "
-        "from START to END seconds after start-up (repeatable; a NAME given again adds a "
-        "reservation to that plan). Jobs whose ResourceConfig.TrainingPlanArn names it run "
-        "only inside a reservation with room",
-    )
-    local.add_argument(
-        "--checkpoint-s3-uri",
-        type=arguments.checkpoint_uri,
-        default=arguments.LOCAL_CHECKPOINTS,
-        metavar="URI",
-        help="jobs without a CheckpointConfig save under URI + their name, the same for every "
-        "attempt (the CheckpointS3Uri setting; default "
-        f"{arguments.LOCAL_CHECKPOINTS}; '' turns it off)",
-    )
-    local.add_argument(
-        "--run-scripts",
-        action="store_true",
-        help="run each job's training script on this machine with this Python (the code the "
-        "SDK uploaded), instead of emulating its run time: it ends when the script ends, a "
-        "stop sends it SIGTERM, its checkpoints are kept in emulated S3",
-    )
-    local.set_defaults(run=machine.local_api)
+    local_command.add_parser(commands)
+    config_command.add_parser(commands)
 
     simulate = commands.add_parser(
         "simulate", help="replay a workload CSV through the queue's scheduler (what-if)"
@@ -327,6 +238,8 @@ def _parser() -> argparse.ArgumentParser:
         help="quota shares file (instead of --capacity); jobs name theirs in the share column",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    simulate.add_argument("--plot", metavar="FILE.png", help="Gantt chart and queue depth")
+    simulate.add_argument(
+        "--plot", type=arguments.new_file, metavar="FILE.png", help="Gantt chart and queue depth"
+    )
     simulate.set_defaults(run=machine.simulate)
     return parser

@@ -7,10 +7,14 @@ import argparse
 
 
 def capacity(text: str) -> tuple[str, int | str]:
+    from job_queue.share_config import INSTANCE_TYPE
+
     itype, _, count = text.partition("=")
-    if itype.startswith("ml.") and count == "unlimited":
+    if not INSTANCE_TYPE.match(itype):
+        raise argparse.ArgumentTypeError(f"{itype!r} is not a SageMaker instance type")
+    if count == "unlimited":
         return itype, count  # an uncapped type: its instances are never counted
-    if not itype.startswith("ml.") or not count.isdigit():
+    if not count.isdigit():
         raise argparse.ArgumentTypeError(
             f"expected TYPE=N or TYPE=unlimited, such as ml.p5.48xlarge=2, got {text!r}"
         )
@@ -98,3 +102,15 @@ def queue_name(text: str) -> str:
         return check_queue_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def new_file(text: str) -> str:
+    """A file to write: its folder must exist (refused before any work is done)."""
+    import os
+
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text}: no folder {folder} to write it in")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    return text

@@ -1,5 +1,4 @@
-"""`smq`'s commands that run on this machine: local-api (the queue with AWS emulated) and
-simulate (a workload replayed through the queue's scheduler)."""
+"""`smq simulate`: a workload replayed through the queue's scheduler (what-if)."""
 
 from __future__ import annotations
 
@@ -7,139 +6,7 @@ import json
 import sys
 
 from tjq.cli.common import fail, read_shares
-
-
-def local_api(args) -> int:
-    import logging
-    import os
-    import threading
-
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from job_queue.scheduler import Policy
-    from tjq.local.server import LocalApi
-
-    shares = ()
-    if args.shares:
-        shares = read_shares(args.shares, args.max_priority)
-        if args.default_share and args.default_share not in {s.name for s in shares}:
-            return fail(f"--default-share {args.default_share} is not a share in {args.shares}")
-        from tjq.local.cloud import ACCOUNT, REGION
-
-        local = {
-            f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/{o.partition('=')[0]}"
-            for o in args.training_plan or ()
-        }
-        if problem := _unknown_plans(shares, local, "--training-plan"):
-            return fail(problem)
-    from job_queue.config import UNCAPPED
-
-    plan_options = tuple(args.training_plan or ())
-    default = [] if plan_options else [("ml.p5.48xlarge", 2)]
-    given = with_plans(dict(args.capacity or default), plan_options)
-    uncapped = {t: UNCAPPED for t, n in given.items() if n == UNCAPPED}
-    capacity = given
-    if shares:
-        from job_queue.scheduler import total_capacity
-
-        capacity = {**total_capacity(shares), **uncapped}
-    roles = tuple(args.allowed_role) if args.allowed_role else ()
-    local = LocalApi(
-        queue_name=args.name,
-        shares=shares,
-        default_share=args.default_share,
-        port=args.port,
-        capacity=capacity,
-        run_seconds=args.run_seconds,
-        stop_seconds=args.stop_seconds,
-        keep_alive_seconds=int(args.keep_alive),
-        policy=Policy(warm_affinity_s=args.warm_affinity),
-        cold_start_seconds=args.start_seconds,
-        warm_start_seconds=args.warm_start_seconds,
-        max_priority=args.max_priority,
-        training_plans=plan_options,
-        checkpoint_s3_uri=args.checkpoint_s3_uri,
-        run_scripts=args.run_scripts,
-        **({"allowed_role_arns": roles} if roles else {}),
-        **({"admins": tuple(args.admin)} if args.admin else {}),
-    )
-    try:
-        local.start()
-    except OSError as exc:
-        return fail(f"cannot listen on port {args.port}: {exc.strerror}")
-    print(f"queue {args.name}: local API is up. In the shell that runs your training script:\n")
-    for name, value in local.environment().items():
-        print(f"export {name}={value}")
-    pool = ", ".join(_capacity_text(t, n) for t, n in capacity.items())
-    runs = (
-        "jobs run their scripts here"
-        if args.run_scripts
-        else f"jobs run {args.run_seconds:g}s (or their simulated-run-seconds tag)"
-    )
-    saved = args.checkpoint_s3_uri or "off"
-    stop = (
-        "a stop lasts until the script exits (SIGKILL after 120s)"
-        if args.run_scripts
-        else f"a stop takes {args.stop_seconds:g}s"
-    )
-    print(
-        f"\ncapacity: {pool}; {runs}, {stop}; default keep-alive {args.keep_alive:g}s; "
-        f"checkpoints {saved}. Ctrl-C stops.",
-        flush=True,
-    )
-    for plan in local.cloud.sagemaker.plans.values():
-        print(f"training plan {plan.name}: {plan.arn}", flush=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        print("\nstopping", flush=True)
-    finally:
-        local.stop()
-    return 0
-
-
-def with_plans(capacity: dict, plan_options: tuple[str, ...]) -> dict:
-    """``capacity`` with each plan of ``smq local-api --training-plan`` listed under its
-    instance type, beside that type's on-demand count, if any."""
-    from tjq.local.cloud import ACCOUNT, REGION
-    from tjq.local.emulated_plans import plans_from_options
-
-    capacity = dict(capacity)
-    for plan in plans_from_options(plan_options, 0.0, REGION, ACCOUNT):
-        for itype in dict.fromkeys(r.instance_type for r in plan.reservations):
-            entry = capacity.get(itype, [])
-            entry = entry if isinstance(entry, list) else [entry]
-            capacity[itype] = [*entry, {"training_plan": plan.arn}]
-    return capacity
-
-
-def _unknown_plans(shares, known: set[str], option: str) -> str | None:
-    """A share naming a training plan that no ``option`` gives: what to say, or None."""
-    for share in shares:
-        for _, arn in share.plans:
-            if arn not in known:
-                given = ", ".join(sorted(known)) or "none"
-                return (
-                    f"share {share.name} names training plan {arn}, which no {option} gives "
-                    f"(given: {given})"
-                )
-    return None
-
-
-def _capacity_text(itype: str, entry) -> str:
-    from job_queue.config import UNCAPPED
-
-    if entry == UNCAPPED:
-        return f"{itype} uncapped"
-    parts = entry if isinstance(entry, list) else [entry]
-    counts = [f"{n} x {itype}" for n in parts if isinstance(n, int)]
-    plans = [
-        f"{itype} on plan {p['training_plan'].rsplit('/', 1)[-1]}"
-        for p in parts
-        if isinstance(p, dict)
-    ]
-    return ", ".join(counts + plans)
+from tjq.cli.local_command import unknown_plans
 
 
 def simulate(args) -> int:
@@ -163,7 +30,7 @@ def simulate(args) -> int:
 
         shares = read_shares(args.shares)
         capacity = total_capacity(shares)
-        if problem := _unknown_plans(shares, {plan.arn for plan in plans}, "--plan"):
+        if problem := unknown_plans(shares, {plan.arn for plan in plans}, "--plan"):
             return fail(problem)
     capacity.update({plan.instance_type: capacity.get(plan.instance_type, 0) for plan in plans})
     if not capacity:
@@ -200,6 +67,9 @@ def simulate(args) -> int:
             plot(result, args.plot)
         except ImportError:
             return fail("--plot needs matplotlib: pip install 'training-job-queue[plot]'")
+        except OSError as exc:
+            return fail(f"--plot {args.plot}: cannot write it: {exc.strerror}")
+        print(f"wrote {args.plot}", file=sys.stderr)
     if args.json:
         print(json.dumps(answer))
     else:

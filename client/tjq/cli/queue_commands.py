@@ -8,6 +8,7 @@ import sys
 import time
 
 from job_queue import tags
+from tjq.api import check_share
 from tjq.cli.common import client, fail, read_json, read_request, read_shares
 from tjq.errors import QueueClientError
 
@@ -34,6 +35,8 @@ _CLEAR = "\033[H\033[2J"  # cursor home, clear the screen
 def _listing(api, share: str | None, everything: bool = False) -> dict:
     """GET /jobs's first page (``everything``: with every page's jobs), of one share."""
     answer = api.jobs()
+    if share:
+        check_share(answer, share)
     if everything and answer.get("next_token"):
         answer.update(jobs=api.all_jobs(), next_token=None)
     if share:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from job_queue.scheduler.reservations import UNUSABLE_END_S
+from job_queue.share_config import INSTANCE_TYPE
 from tjq.local.emulated_job import SageMakerFault
 
 TERMINATION_WINDOW_S = 1800.0  # a reservation's instances start terminating this early
@@ -117,10 +119,18 @@ def plans_from_options(
                 f"expected NAME=TYPE:COUNT:START:END such as "
                 f"p5-plan=ml.p5.48xlarge:4:0:86400, got {option!r}"
             ) from None
-        if not name or not itype.startswith("ml.") or len(parts) != 4:
+        if not name or len(parts) != 4:
             raise ValueError(f"expected NAME=TYPE:COUNT:START:END, got {option!r}")
+        if not INSTANCE_TYPE.match(itype):
+            raise ValueError(f"{option!r}: {itype!r} is not a SageMaker instance type")
         if count < 1 or start < 0 or end <= start:
             raise ValueError(f"{option!r}: needs COUNT >= 1 and 0 <= START < END")
+        if end - start <= UNUSABLE_END_S:
+            raise ValueError(
+                f"{option!r}: a reservation of {end - start:g}s would never be used: the queue "
+                f"stops counting one {UNUSABLE_END_S:g}s before it ends (SageMaker's "
+                "30-minute termination window and 5 minutes to stop)"
+            )
         arn = f"arn:aws:sagemaker:{region}:{account}:training-plan/{name}"
         plan = plans.setdefault(name, EmulatedPlan(name, arn, []))
         plan.reservations.append(Reservation(itype, count, started_at + start, started_at + end))

@@ -56,6 +56,27 @@ def is_simulation(body: bytes) -> bool:
     return parse_qs(body.decode()).get("Action") == ["SimulatePrincipalPolicy"]
 
 
+def unknown_role(iam, body: bytes) -> tuple[int, str] | None:
+    """The answer to a role check (GetRole, SimulatePrincipalPolicy) on a role the emulated
+    account lacks: AccessDenied, which the SDK takes as "cannot tell" and goes on, so that the
+    queue's own refusal, naming the roles it allows and the flag, is what the user sees.
+    None for any other request."""
+    form = parse_qs(body.decode())
+    action = form.get("Action", [""])[0]
+    if action == "GetRole":
+        name = form.get("RoleName", [""])[0]
+    elif action == "SimulatePrincipalPolicy":
+        name = form.get("PolicySourceArn", [""])[0].rsplit("/", 1)[-1]
+    else:
+        return None
+    try:
+        iam.get_role(RoleName=name)
+        return None
+    except iam.exceptions.NoSuchEntityException:
+        message = f"role {name} is not one smq local-api knows (see --allowed-role)"
+        return 403, _error("AccessDenied", message)
+
+
 def simulate_principal_policy(iam, body: bytes) -> tuple[int, str]:
     """Answer SimulatePrincipalPolicy (query protocol in, XML out) for a role in ``iam``."""
     form = parse_qs(body.decode())

@@ -28,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from tjq.local.cloud import REGION, LocalCloud, local_user
-from tjq.local.iam import is_simulation, simulate_principal_policy
+from tjq.local.iam import is_simulation, simulate_principal_policy, unknown_role
 
 STAGE = "/prod"
 DEFAULT_BUCKET = "sagemaker-local"
@@ -81,8 +81,13 @@ class LocalApi:
 
         for variable, value in _DUMMY_CREDENTIALS.items():
             os.environ.setdefault(variable, value)
+        # A fixed API port puts the other endpoints on the three after it, so that the same
+        # exports (or --env-file) work after a restart; port 0: any free ports.
+        moto_port, sagemaker_port, iam_port = (
+            (self._port + 1, self._port + 2, self._port + 3) if self._port else (0, 0, 0)
+        )
         self._moto = ThreadedMotoServer(
-            ip_address=self.host, port=_free_port(self.host), verbose=False
+            ip_address=self.host, port=_free_port(self.host, moto_port), verbose=False
         )
         self._moto.start()
         self.aws_url = "http://{}:{}".format(*self._moto.get_host_and_port())
@@ -90,8 +95,8 @@ class LocalApi:
             clock=time.time, endpoint_url=self.aws_url, **self._cloud_options
         ).__enter__()
         api = self._serve(self._port, _api_handler(self.cloud))
-        sagemaker = self._serve(0, _sagemaker_handler(self.cloud, self.aws_url))
-        iam = self._serve(0, _iam_handler(self.cloud, self.aws_url))
+        sagemaker = self._serve(sagemaker_port, _sagemaker_handler(self.cloud, self.aws_url))
+        iam = self._serve(iam_port, _iam_handler(self.cloud, self.aws_url))
         self.api_url = f"http://{self.host}:{api.server_address[1]}{STAGE}"
         self.sagemaker_url = f"http://{self.host}:{sagemaker.server_address[1]}"
         self.iam_url = f"http://{self.host}:{iam.server_address[1]}"
@@ -208,6 +213,8 @@ def _iam_handler(cloud: LocalCloud, moto_url: str) -> type[BaseHTTPRequestHandle
     class IamHandler(_QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if refused := unknown_role(cloud.iam, body):
+                return self._reply(*refused, "text/xml")
             if is_simulation(body):
                 status, payload = simulate_principal_policy(cloud.iam, body)
                 return self._reply(status, payload, "text/xml")
@@ -242,11 +249,12 @@ class _QuietHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _free_port(host: str) -> int:
+def _free_port(host: str, port: int = 0) -> int:
+    """``port`` if it is free (OSError if not), or any free port (``port`` 0)."""
     import socket
 
     with socket.socket() as probe:
-        probe.bind((host, 0))
+        probe.bind((host, port))  # moto's server thread would hang on a port in use
         return probe.getsockname()[1]
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from job_queue import tags
@@ -235,7 +235,9 @@ def _job(row: dict, line: int) -> WorkloadJob:
 def _admit(job: WorkloadJob, line: int, layout: Layout) -> None:
     """The queue's own admission of the request the row stands for."""
     try:
-        submission = validate_submission(request_for(job), frozenset({REPLAY_ROLE}))
+        # A workload's shares are ignored by a replay without shares (one file, both ways).
+        request = request_for(job if layout.shares else replace(job, share=None))
+        submission = validate_submission(request, frozenset({REPLAY_ROLE}))
         admit(submission, layout, where="the replay")
     except InvalidRequest as exc:
         column = _COLUMNS.get(exc.field or "")

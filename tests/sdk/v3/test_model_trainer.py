@@ -12,7 +12,7 @@ from sagemaker.core.training.configs import Compute, SourceCode
 from sagemaker.core.utils.exceptions import FailedStatusError
 from sagemaker.train import ModelTrainer
 from tjq import QueueTrainingJobSession
-from tjq.errors import InvalidJob
+from tjq.errors import AccessDenied, InvalidJob
 from tjq.local.cloud import ROLE_ARN
 
 from job_queue import tags
@@ -26,12 +26,14 @@ def session(local_env, said):
     return QueueTrainingJobSession(out=said.append)
 
 
-def trainer(session, source, name, instance_type=G4, tags_=(), **compute) -> ModelTrainer:
+def trainer(
+    session, source, name, instance_type=G4, tags_=(), role=ROLE_ARN, **compute
+) -> ModelTrainer:
     return ModelTrainer(
         training_image=IMAGE,
         source_code=SourceCode(source_dir=source, entry_script="train.py"),
         compute=Compute(instance_type=instance_type, instance_count=1, **compute),
-        role=ROLE_ARN,
+        role=role,
         base_job_name=name,
         sagemaker_session=session,
         tags=list(tags_),
@@ -113,6 +115,16 @@ def test_a_priority_that_is_not_an_integer_is_refused_and_nothing_is_queued(
     assert not [j for j in session.queue.jobs()["jobs"] if j["name"].startswith(name)]
     with pytest.raises(InvalidJob, match="priority= must be an integer"):
         QueueTrainingJobSession(priority="high")
+
+
+def test_a_role_the_local_api_does_not_allow_is_refused_naming_the_allowed_ones(
+    session, source, unique
+):
+    other = "arn:aws:iam::123456789012:role/SomeoneElses"
+    with pytest.raises(AccessDenied) as refused:
+        trainer(session, source, unique(), role=other).train(wait=False)
+    assert f"RoleArn {other} is not one this queue may pass to SageMaker" in str(refused.value)
+    assert ROLE_ARN in str(refused.value) and "--allowed-role" in str(refused.value)
 
 
 def test_train_waits_through_preemption_and_resumption_and_ends_as_v3_does(
