@@ -45,7 +45,7 @@ def test_the_sdks_role_check_is_answered_from_the_roles_policies(local_env):
         ),
         lambda: iam.get_role(RoleName="Missing"),
     ):
-        with pytest.raises(iam.exceptions.ClientError, match="AccessDenied.*--allowed-role"):
+        with pytest.raises(iam.exceptions.ClientError, match=r"AccessDenied.*--allowed-role"):
             check()
     # The rest of IAM is moto's.
     assert iam.list_roles()["Roles"]
