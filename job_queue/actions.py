@@ -19,12 +19,12 @@ from botocore.exceptions import ClientError
 from job_queue import lifecycle, outside, plans
 from job_queue.errors import SageMakerError, StaleState
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
-from job_queue.queue_events import StateChange
+from job_queue.queue_events import PoolReleased, StateChange
 from job_queue.report import Report
 from job_queue.retry import until_settled
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
-from job_queue.scheduler.snapshot import WarmPool
+from job_queue.scheduler.snapshot import Release, WarmPool
 from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
@@ -55,7 +55,7 @@ class Actions:
         version = held.version
         now = self.clock()
         for release in plan.releases:
-            if not self._release(release.pool, release.reason):
+            if not self._release(release, now):
                 return  # SageMaker refused for now: the next event or sweep plans again
         for preemption in plan.preemptions:
             victim = self.store.get(preemption.victim.name)
@@ -120,9 +120,11 @@ class Actions:
             for job, pool in claimed:
                 self.create(job, job.attempt_name, pool)
 
-    def _release(self, pool: WarmPool, reason: str) -> bool:
+    def _release(self, release: Release, now: float) -> bool:
+        pool = release.pool
+        audit = AuditEntry(now, Action.POOL_RELEASED, released_for=release.for_job)
         try:
-            self.store.release_pool(pool)
+            self.store.release_pool(pool, audit)
         except StaleState:
             raise StaleState(f"the warm pool of {pool.job} is no longer idle") from None
         try:
@@ -131,7 +133,10 @@ class Actions:
             logger.warning(f"could not release a warm pool: {exc}", extra={"job": pool.job})
             self.store.restore_pool(pool)
             return False
-        logger.info(reason, extra={"job": pool.job, "sagemaker_job": pool.name})
+        logger.info(release.reason, extra={"job": pool.job, "sagemaker_job": pool.name})
+        self.report.changes.append(
+            PoolReleased(pool.job, pool.name, release.for_job, now, pool.share, release.reason)
+        )
         return True
 
     # -- starting a job ---------------------------------------------------------------------

@@ -116,6 +116,7 @@ class Action(StrEnum):
     PRIORITY_CHANGED = "priority-changed"
     CANCELLED = "cancelled"
     PREEMPTED = "preempted"
+    POOL_RELEASED = "pool-released"  # its idle warm pool was ended for another job
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ class AuditEntry:
     to_priority: int | None = None
     preempted_by: str | None = None
     lost_work_s: int | None = None  # a preemption: the progress it threw away (estimated)
+    released_for: str | None = None  # a released pool: the job it was ended for
 
 
 @dataclass(frozen=True)

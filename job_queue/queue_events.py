@@ -1,6 +1,7 @@
 """The queue's own events: one "Training Job Queue State Change" on the default EventBridge
 bus for every state change of a queued job, for users to route (SNS, chat, mail) with an
-ordinary rule.
+ordinary rule, and one "Training Job Queue Warm Pool Released" when the queue ends a job's
+idle warm pool for another job.
 
 The service records each change as it writes it (:class:`StateChange`, on the invocation's
 report); the handler publishes them when the invocation ends, in the order they happened.
@@ -24,6 +25,7 @@ logger = Logger(child=True)
 
 SOURCE = "training-job-queue"
 DETAIL_TYPE = "Training Job Queue State Change"
+POOL_DETAIL_TYPE = "Training Job Queue Warm Pool Released"
 _BATCH = 10  # PutEvents takes at most 10 entries
 
 
@@ -70,8 +72,31 @@ class StateChange:
         )
 
 
-def detail(change: StateChange, queue_name: str) -> dict:
+@dataclass(frozen=True)
+class PoolReleased:
+    """The queue ended the idle warm pool that ``job`` left (SageMaker job ``pool``) so that
+    ``for_job`` could have its instances."""
+
+    job: str
+    pool: str
+    for_job: str
+    at: float
+    share: str | None
+    reason: str
+
+
+def detail(change: StateChange | PoolReleased, queue_name: str) -> dict:
     """The event's ``detail``."""
+    if isinstance(change, PoolReleased):
+        return {
+            "queue": queue_name,
+            "job": change.job,
+            "sagemaker_job_name": change.pool,
+            "released_for": change.for_job,
+            "reason": change.reason,
+            "share": change.share,
+            "at": _iso(change.at),
+        }
     return {
         "queue": queue_name,
         "job": change.job,
@@ -83,22 +108,30 @@ def detail(change: StateChange, queue_name: str) -> dict:
         "sagemaker_job_name": change.sagemaker_job_name,
         "attempt": change.attempt,
         "submitted_by": change.submitted_by,
-        "at": datetime.fromtimestamp(change.at, UTC).isoformat(timespec="milliseconds")[:-6] + "Z",
+        "at": _iso(change.at),
     }
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def pattern(queue_name: str) -> dict:
     """The event pattern of this queue's events (the template's rules, and the local API's)."""
-    return {"source": [SOURCE], "detail-type": [DETAIL_TYPE], "detail": {"queue": [queue_name]}}
+    return {
+        "source": [SOURCE],
+        "detail-type": [DETAIL_TYPE, POOL_DETAIL_TYPE],
+        "detail": {"queue": [queue_name]},
+    }
 
 
-def publish(client, changes: Sequence[StateChange], queue_name: str) -> int:
+def publish(client, changes: Sequence[StateChange | PoolReleased], queue_name: str) -> int:
     """Put ``changes`` on the default bus, in order; how many EventBridge refused (logged)."""
     refused = 0
     entries = [
         {
             "Source": SOURCE,
-            "DetailType": DETAIL_TYPE,
+            "DetailType": POOL_DETAIL_TYPE if isinstance(change, PoolReleased) else DETAIL_TYPE,
             "Detail": json.dumps(detail(change, queue_name)),
             "Time": datetime.fromtimestamp(change.at, UTC),
             "Resources": [],

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from job_queue.config import Layout
-from job_queue.queue_events import StateChange
+from job_queue.queue_events import PoolReleased, StateChange
 from job_queue.scheduler import ActiveJob
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -29,7 +29,8 @@ class Report:
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
     outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
-    changes: list[StateChange] = field(default_factory=list)  # for the queue's events
+    # For the queue's events: the state changes it wrote, and the pools it released.
+    changes: list[StateChange | PoolReleased] = field(default_factory=list)
 
     def record_usage(
         self,

@@ -35,8 +35,11 @@ def waiting_reason(not_before: float, last_error: str | None, now: float) -> str
     reason = f"retry in {math.ceil(not_before - now)} s: {last_error}"
     if last_error.startswith("ResourceLimitExceeded"):
         # The queue counted free instances, so the account limit is used by jobs it did not
-        # start (or the capacity is set above the limit).
-        reason += " — instances used outside the queue?"
+        # start, or the capacity is set above the limit.
+        reason += (
+            " — instances used outside the queue, or a capacity above the account's "
+            "limit for the type (Service Quotas)?"
+        )
     return reason
 
 
@@ -159,6 +162,8 @@ def history_row(entry: AuditEntry) -> dict:
         row["preempted_by"] = entry.preempted_by
     if entry.lost_work_s is not None:
         row["lost_work_seconds"] = entry.lost_work_s
+    if entry.released_for is not None:
+        row["released_for"] = entry.released_for
     return row
 
 

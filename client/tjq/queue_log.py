@@ -13,6 +13,8 @@ from job_queue import queue_events
 def event_line(detail: dict) -> str:
     """One event in words: ``2026-12-01T12:00:00.000+00:00 job1 running -> preempting
     (attempt 1): preempted by job4 (priority 3 > 1)``."""
+    if detail.get("released_for"):
+        return f"{detail['at']} {detail['job']} warm pool released: {detail['reason']}"
     moved = f"{detail.get('from') or 'submitted'} -> {detail['to']}"
     attempt = f" (attempt {detail['attempt']})" if detail.get("attempt") else ""
     reason = f": {detail['reason']}" if detail.get("reason") else ""

@@ -305,6 +305,7 @@ def audit_value(entry: AuditEntry) -> dict:
         "to_priority": entry.to_priority,
         "preempted_by": entry.preempted_by,
         "lost_work_s": entry.lost_work_s,
+        "released_for": entry.released_for,
     }
     return {k: v for k, v in value.items() if v is not None}
 
@@ -318,6 +319,7 @@ def _audit_from(value: Mapping) -> AuditEntry:
         to_priority=value.get("to_priority"),
         preempted_by=value.get("preempted_by"),
         lost_work_s=None if value.get("lost_work_s") is None else int(value["lost_work_s"]),
+        released_for=value.get("released_for"),
     )
 
 

@@ -220,13 +220,22 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
 
     # -- warm pools ------------------------------------------------------------------------
 
-    def release_pool(self, pool: WarmPool) -> None:
+    def release_pool(self, pool: WarmPool, audit: AuditEntry | None = None) -> None:
         """An idle pool was released (or SageMaker ended it): its instances are free. No
         version bump: a pass that still counts them only starts less; one that plans to start
-        a job on the pool claims it, which fails once it is gone."""
-        self._transact(
+        a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
+        added to the trail of the job that left the pool, in the same transaction."""
+        writes = [
             table.update(POOL_KEY, "REMOVE pools.#pool", _IDLE_POOL, {}, {"#pool": pool.name})
-        )
+        ]
+        if audit is not None:
+            clause, values = table.append_history(codecs.audit_value(audit))
+            writes.append(
+                table.update(
+                    table.job_key(pool.job), f"SET {clause}", "attribute_exists(#state)", values
+                )
+            )
+        self._transact(*writes)
 
     def restore_pool(self, pool: WarmPool) -> None:
         """Undo :meth:`release_pool` (SageMaker did not end the pool): it holds its

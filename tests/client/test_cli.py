@@ -82,10 +82,24 @@ def test_submit_a_request_file_with_a_priority(capsys, local_env, unique, tmp_pa
     path = tmp_path / "request.json"
     path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g4dn.xlarge")))
     code, out, _ = smq(capsys, "submit", str(path), "--priority", "7")
-    assert code == 0 and out.startswith(f"{name}: ") and "(priority 7)" in out
+    assert code == 0 and out.startswith(f"{name}: ")
     code, out, _ = smq(capsys, "show", name, "--json")
     assert json.loads(out)["priority"] == 7
     main(["cancel", name])
+
+
+def test_submit_says_where_a_waiting_job_is_and_when_it_is_expected_to_start(
+    capsys, queued, unique, tmp_path
+):
+    name = unique("behind")
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g5.xlarge")))
+    try:
+        code, out, _ = smq(capsys, "submit", str(path))
+        assert code == 0
+        assert out.startswith(f"{name}: queued at position 2 (priority 1), expected to start ")
+    finally:
+        main(["cancel", name])
 
 
 def test_submit_says_how_the_job_checkpoints_and_show_what_a_preemption_lost(

@@ -134,11 +134,14 @@ def test_a_job_refused_for_instances_used_outside_the_queue_says_why_it_waits(ma
     _, listing = cloud.api("GET", "/jobs")
     (row,) = listing["jobs"]
     assert row["waiting_reason"].startswith("retry in 60 s: ResourceLimitExceeded: ")
-    assert row["waiting_reason"].endswith(" — instances used outside the queue?")
+    assert row["waiting_reason"].endswith(
+        " — instances used outside the queue, or a capacity above the account's limit for the "
+        "type (Service Quotas)?"
+    )
     assert job(cloud, "queued")["waiting_reason"] == row["waiting_reason"]
     table = queue_table(listing["jobs"])
     assert "Why waiting" in table.splitlines()[0]
-    assert "instances used outside the queue?" in table
+    assert "instances used outside the queue, or a capacity above" in " ".join(table.split())
 
     cloud.advance(61)
     _, listing = cloud.api("GET", "/jobs")

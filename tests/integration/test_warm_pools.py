@@ -5,6 +5,7 @@ import random
 import threading
 
 from tjq.local.cloud import training_request
+from tjq.queue_log import event_line, read_events
 
 from job_queue.scheduler import Share, Strategy
 from tests.conftest import P5
@@ -125,6 +126,25 @@ def test_a_preempted_jobs_pool_is_released_for_a_preemptor_that_does_not_match(m
     assert job(cloud, "urgent")["attempts"][0]["start"] == "cold"
     assert cloud.sagemaker.jobs["low"].pool == "Terminated"
     assert cloud.sagemaker.peak_in_use == {P5: 1}
+
+
+def test_a_released_pool_is_a_queue_event_and_a_line_in_its_jobs_history(make_cloud):
+    cloud = make_cloud({P5: 1})
+    add(cloud, warm("done", priority=1, run_seconds=100))
+    cloud.advance(100)  # done leaves a pool
+    add(cloud, warm("other", priority=1, volume=50, keep_alive=None))
+    assert states(cloud)["other"] in ("starting", "running")
+    (line,) = [h for h in job(cloud, "done")["history"] if h["action"] == "pool-released"]
+    assert (line["released_for"], line["by"]) == ("other", None)
+    (event,) = [
+        e
+        for e in read_events(cloud.logs, cloud.settings.queue_name, job="done")
+        if e.get("released_for")
+    ]
+    assert (event["sagemaker_job_name"], event["released_for"]) == ("done", "other")
+    assert event_line(event).endswith(
+        "done warm pool released: released for other, which it does not match"
+    )
 
 
 def test_the_sweep_forgets_a_pool_that_ended_outside_the_queue(make_cloud):

@@ -222,6 +222,8 @@ def _audit_detail(entry: dict) -> str:
         lost = entry.get("lost_work_seconds")
         lost = "" if lost is None else f", losing {duration(lost)} of work"
         return f"for {entry['preempted_by']}{lost}"
+    if entry.get("released_for"):
+        return f"its idle warm pool, for {entry['released_for']}"
     return ""
 
 
@@ -246,7 +248,8 @@ def submit(args) -> int:
     if chosen:
         request["Tags"] = tags.with_tags(request.get("Tags"), chosen, replace=True)
     answer = client(args).submit(request)
+    from tjq.progress import describe_state
+
     job = answer["job"]
-    where = f"position {answer['position']}" if answer.get("position") else job["state"]
-    print(f"{job['name']}: {where} (priority {job['priority']})")
+    print(f"{job['name']}: {describe_state(job)}")  # as the SDK says it
     return 0
