@@ -9,6 +9,9 @@ import pytest
 from tjq.api import QueueClient
 from tjq.local.cloud import ROLE_ARN, training_request
 
+from job_queue.scheduler import Share, Strategy
+from tests.client.conftest import quiet_local_api
+from tests.conftest import P5
 from tests.sdk.conftest import SDK
 
 README = Path(__file__).parents[2] / "README.md"
@@ -26,7 +29,23 @@ def without_v3_only_lines(code: str) -> str:
 
 
 @pytest.fixture
-def notebook(local_env, source, monkeypatch):
+def readme_queue(monkeypatch):
+    """A local API as the README's blocks expect it: two p5 in quota shares, "vision" (the
+    share the AWS-Batch-style block names, and the default one) and "nlp"."""
+    shares = (
+        Share("vision", {P5: 1}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
+        Share("nlp", {P5: 1}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
+    )
+    with quiet_local_api(
+        capacity={P5: 2}, shares=shares, default_share="vision", run_seconds=2, stop_seconds=0.5
+    ) as local:
+        for name, value in local.environment().items():
+            monkeypatch.setenv(name, value)
+        yield local
+
+
+@pytest.fixture
+def notebook(readme_queue, source, monkeypatch):
     """A notebook's namespace, in a folder with its train.py. The emulated jobs train for
     an hour (as real ones would, longer than the blocks take), except sweep-1, which the
     block waits for: it trains a second."""
@@ -35,11 +54,11 @@ def notebook(local_env, source, monkeypatch):
     def train_as_the_story_needs(job) -> None:
         job.ends_at = job.created_at + (1 if job.name == "sweep-1" else 3600)
 
-    monkeypatch.setattr(local_env.cloud.sagemaker, "on_create", train_as_the_story_needs)
+    monkeypatch.setattr(readme_queue.cloud.sagemaker, "on_create", train_as_the_story_needs)
     return {"role": ROLE_ARN}
 
 
-def test_the_notebook_section_runs_as_written(notebook, local_env):
+def test_the_notebook_section_runs_as_written(notebook):
     queue = QueueClient.from_environment()
     if SDK >= 3:
         exec(block("### SDK v3: `ModelTrainer.train()`"), notebook)
