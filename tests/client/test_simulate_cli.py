@@ -101,13 +101,36 @@ def test_summary_for_people(capsys, workload):
     assert "Mean wait" in out and "p95 wait" in out
 
 
-def test_plot_writes_a_chart(capsys, workload, tmp_path):
+@pytest.mark.parametrize(
+    ("kind", "drawn"), [("auto", "gantt"), ("gantt", "gantt"), ("load", "load")]
+)
+def test_plot_writes_a_chart_and_says_which(capsys, workload, tmp_path, kind, drawn):
     chart = tmp_path / "chart.png"
-    code, _, _ = smq(
-        capsys, "simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--plot", str(chart)
-    )
-    assert code == 0
+    argv = ["simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--plot", str(chart)]
+    code, _, err = smq(capsys, *argv, "--plot-kind", kind)
+    assert code == 0 and f"wrote {chart} ({drawn} chart)" in err
     assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_load_chart_counts_each_prioritys_instances_and_never_more_than_the_capacity(
+    tmp_path,
+):
+    from tjq.simulate.engine import SimSettings, simulate
+    from tjq.simulate.plot import in_use_by_priority
+    from tjq.simulate.workload import read_workload
+
+    path = tmp_path / "workload.csv"
+    path.write_text(WORKLOAD)
+    capacity = {"ml.p5.48xlarge": 2}
+    result = simulate(read_workload(path, capacity), SimSettings(capacity))
+    times, series = in_use_by_priority(result)
+    assert set(series) == {1, 2, 3}
+    totals = [sum(held[i] for held in series.values()) for i in range(len(times))]
+    assert max(totals) == 2 and totals[-1] == 0  # the two instances full, then all free
+    # job2 (priority 2) and job1 start at 0; job4 (priority 3) preempts job1 at 300.
+    assert (series[2][0], series[1][0], series[3][0]) == (1, 1, 0)
+    at_300 = times.index(300.0)
+    assert series[3][at_300] == 1
 
 
 @pytest.mark.parametrize(
@@ -270,3 +293,14 @@ def test_a_shares_plan_is_simulated_with_its_plan_option(capsys, tmp_path):
     code, _, err = smq(capsys, *argv)
     assert code == 1
     assert f"share research names training plan {SIM_PLAN}, which no --plan gives" in err
+
+
+def test_a_large_workload_is_drawn_as_load_rather_than_one_row_per_job(capsys, tmp_path):
+    rows = [f"job{i},{i * 10},60,{i % 3},ml.p5.48xlarge,1" for i in range(301)]
+    path = tmp_path / "large.csv"
+    path.write_text("name,submit_s,duration_s,priority,instance_type,instance_count\n")
+    path.write_text(path.read_text() + "\n".join(rows) + "\n")
+    chart = tmp_path / "large.png"
+    argv = ["simulate", str(path), "--capacity", "ml.p5.48xlarge=2", "--plot", str(chart)]
+    code, _, err = smq(capsys, *argv)
+    assert code == 0 and "(load chart)" in err

@@ -239,7 +239,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument(
-        "--plot", type=arguments.new_file, metavar="FILE.png", help="Gantt chart and queue depth"
+        "--plot",
+        type=arguments.new_file,
+        metavar="FILE.png",
+        help="a chart of the replay (needs matplotlib): see --plot-kind",
+    )
+    simulate.add_argument(
+        "--plot-kind",
+        choices=["auto", "gantt", "load"],
+        default="auto",
+        help="gantt: one bar per attempt and queue depth; load: instances in use by priority "
+        "against capacity, queue depth and waits (auto: gantt up to 300 jobs)",
     )
     simulate.set_defaults(run=machine.simulate)
     return parser

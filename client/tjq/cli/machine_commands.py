@@ -64,12 +64,12 @@ def simulate(args) -> int:
         from tjq.simulate.plot import plot
 
         try:
-            plot(result, args.plot)
+            kind = plot(result, args.plot, args.plot_kind)
         except ImportError:
             return fail("--plot needs matplotlib: pip install 'training-job-queue[plot]'")
         except OSError as exc:
             return fail(f"--plot {args.plot}: cannot write it: {exc.strerror}")
-        print(f"wrote {args.plot}", file=sys.stderr)
+        print(f"wrote {args.plot} ({kind} chart)", file=sys.stderr)
     if args.json:
         print(json.dumps(answer))
     else:
