@@ -139,16 +139,18 @@ _SHARED: LogRoute | None = None  # sagemaker-core reads every job's logs with on
 
 def show_attempts_in_sdk_logs(route: QueueRoute, boto_session) -> None:
     """Make SDK v3's log display read the logs of ``route``'s jobs across their attempts:
-    the first session gives sagemaker-core a logs client (of its ``boto_session``) with a
-    :class:`LogRoute` on it, and every session adds its route."""
+    the newest session gives sagemaker-core a logs client (of its ``boto_session``) with the
+    one :class:`LogRoute` on it, and every session adds its route. (The newest, not the
+    first: a notebook that points a new session at another endpoint or account has its logs
+    read there, not through a client of an endpoint that may be gone.)"""
     global _SHARED
-    if _SHARED is None:
-        from sagemaker.core.utils.logs import CloudWatchLogsClient
+    from sagemaker.core.utils.logs import CloudWatchLogsClient
 
-        logs = boto_session.client("logs")
-        _SHARED = LogRoute().install(logs.meta.events, logs)
-        CloudWatchLogsClient.client = logs  # what a first CloudWatchLogsClient() will use
-        existing = type(CloudWatchLogsClient)._instances.get(CloudWatchLogsClient)
-        if existing is not None:
-            existing.client = logs
+    logs = boto_session.client("logs")
+    _SHARED = _SHARED or LogRoute()
+    _SHARED.install(logs.meta.events, logs)
+    CloudWatchLogsClient.client = logs  # what a first CloudWatchLogsClient() will use
+    existing = type(CloudWatchLogsClient)._instances.get(CloudWatchLogsClient)
+    if existing is not None:
+        existing.client = logs
     _SHARED.add(route)

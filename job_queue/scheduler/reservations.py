@@ -37,6 +37,17 @@ RESERVATION_ENDING = "reservation ending"
 ENDED = frozenset({"Expired", "Failed"})  # plan statuses that take the capacity with them
 
 
+def never_used(start: float, end: float) -> str | None:
+    """Why a reservation from ``start`` to ``end`` would never count (None: it would)."""
+    if end - start > UNUSABLE_END_S:
+        return None
+    return (
+        f"a reservation of {end - start:g}s would never be used: the queue stops counting one "
+        f"{UNUSABLE_END_S:g}s before it ends (SageMaker's 30-minute termination window and 5 "
+        "minutes to stop)"
+    )
+
+
 @dataclass(frozen=True)
 class Reservation:
     """``count`` reserved instances from ``start`` to ``end`` (clock seconds)."""

@@ -252,6 +252,13 @@ def test_bad_plans_are_usage_errors_or_name_the_problem(capsys, workload):
         main(["simulate", workload, "--plan", "ml.p5.48xlarge=2@50-10"])
     assert exited.value.code == 2
     assert "needs COUNT >= 1 and START_S < END_S" in capsys.readouterr().err
+    for option, problem in [
+        ("ml.p5.48xlarge=2@0-1800", "a reservation of 1800s would never be used"),
+        ("ml.p5.48xlarg=2@0-7200", "'ml.p5.48xlarg' is not a SageMaker instance type"),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            main(["simulate", workload, "--plan", option])
+        assert exited.value.code == 2 and problem in capsys.readouterr().err
     overlapping = ["--plan", "ml.p5.48xlarge=2@0-7200", "--plan", "ml.p5.48xlarge=2@3600-9000"]
     code, _, err = smq(capsys, "simulate", workload, *overlapping)
     assert code == 1 and "two reservations of ml.p5.48xlarge overlap" in err

@@ -220,10 +220,12 @@ def test_a_reclaimed_job_keeps_its_place_in_its_share(shared):
     assert listed == {"a2": 1, "a3": 2}  # a2 was submitted before a3
 
 
-def test_without_shares_the_queue_ignores_share_tags_and_lists_no_shares(cloud):
+def test_without_shares_the_queue_refuses_a_share_tag_and_lists_no_shares(cloud):
     request = training_request("tagged", 1, share="anything")
     status, body = cloud.api("POST", "/add-job", request)
-    assert status == 201 and body["job"]["share"] is None
+    assert status == 400 and body["message"].startswith("Tags.share: ")
+    assert "has no quota shares, so a job cannot name one ('anything')" in body["message"]
+    assert cloud.api("GET", "/jobs/tagged")[0] == 404  # nothing was queued
     listed = {"shares": [], "capacity": {"ml.p5.48xlarge": 2}, "changed": None}
     assert cloud.api("GET", "/shares") == (200, listed)
 

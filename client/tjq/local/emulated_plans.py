@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from job_queue.scheduler.reservations import UNUSABLE_END_S
+from job_queue.scheduler.reservations import never_used
 from job_queue.share_config import INSTANCE_TYPE
 from tjq.local.emulated_job import SageMakerFault
 
@@ -125,12 +125,8 @@ def plans_from_options(
             raise ValueError(f"{option!r}: {itype!r} is not a SageMaker instance type")
         if count < 1 or start < 0 or end <= start:
             raise ValueError(f"{option!r}: needs COUNT >= 1 and 0 <= START < END")
-        if end - start <= UNUSABLE_END_S:
-            raise ValueError(
-                f"{option!r}: a reservation of {end - start:g}s would never be used: the queue "
-                f"stops counting one {UNUSABLE_END_S:g}s before it ends (SageMaker's "
-                "30-minute termination window and 5 minutes to stop)"
-            )
+        if problem := never_used(start, end):
+            raise ValueError(f"{option!r}: {problem}")
         arn = f"arn:aws:sagemaker:{region}:{account}:training-plan/{name}"
         plan = plans.setdefault(name, EmulatedPlan(name, arn, []))
         plan.reservations.append(Reservation(itype, count, started_at + start, started_at + end))

@@ -11,7 +11,8 @@ import itertools
 import re
 from collections.abc import Iterable
 
-from job_queue.scheduler.reservations import Reservation, TrainingPlan
+from job_queue.scheduler.reservations import Reservation, TrainingPlan, never_used
+from job_queue.share_config import INSTANCE_TYPE
 
 _OPTION = re.compile(r"(ml\.[a-z0-9.]+)=(\d+)@(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)")
 EXAMPLE = "ml.p5.48xlarge=4@0-1209600"
@@ -25,6 +26,10 @@ def parse_plan(text: str) -> tuple[str, Reservation]:
     itype, count, start, end = found[1], int(found[2]), float(found[3]), float(found[4])
     if count < 1 or end <= start:
         raise ValueError(f"{text!r}: needs COUNT >= 1 and START_S < END_S")
+    if problem := never_used(start, end):
+        raise ValueError(f"{text!r}: {problem}")
+    if not INSTANCE_TYPE.match(itype):
+        raise ValueError(f"{text!r}: {itype!r} is not a SageMaker instance type")
     return itype, Reservation(count, start, end)
 
 
