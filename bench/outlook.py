@@ -80,8 +80,6 @@ def _job_detail(depth: int) -> dict:
                 for i in range(depth)
             ]
         )
-        for _ in range(depth + 10):
-            cloud.deps.store.next_seq()  # the next submission comes after them
 
         def items_read(call) -> tuple[int, int]:
             usage = cloud.dynamodb_usage

@@ -357,7 +357,8 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
 
     def bulk_load(self, jobs: list[Job]) -> None:
         """Write waiting jobs without transactions: for benchmarks and tests that need a deep
-        queue fast. Not for live use (it checks nothing)."""
+        queue fast. Not for live use (it checks nothing). Later submissions come after them:
+        the sequence moves past their ``seq``."""
         items = [item for job in jobs for item in (codecs.job_item(job), codecs.waiting_item(job))]
         for start in range(0, len(items), 25):
             chunk = items[start : start + 25]
@@ -365,6 +366,19 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
             pending = {self._table: batch}
             while pending:
                 pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems")
+        top = max((job.seq for job in jobs), default=0)
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=table.ser(table.SEQ_KEY),
+                UpdateExpression="SET #v = :top",
+                ConditionExpression="attribute_not_exists(#v) OR #v < :top",
+                ExpressionAttributeNames={"#v": "value"},
+                ExpressionAttributeValues=table.ser({":top": top}),
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise  # (a failed condition: the sequence is past them already)
 
     def set_shares(
         self, shares_text: str, deployed: str, pool_version: int, changed_by: str, now: float

@@ -3,33 +3,9 @@ the same few reads however deep the queue is."""
 
 import copy
 
-from tjq.local.cloud import training_request
-
-from job_queue.models import Job, JobState
 from job_queue.scheduler.forecast import HORIZON
 from tests.conftest import G5, P5
-from tests.integration.helpers import submit
-
-
-def load(cloud, count: int, priority: int = 1, prefix: str = "queued", itype: str = P5):
-    """``count`` waiting jobs straight into the table (as many submissions would leave them)."""
-    seq = cloud.deps.store.next_seq()
-    cloud.deps.store.bulk_load(
-        [
-            Job(
-                name=f"{prefix}-{i:05d}",
-                priority=priority,
-                seq=seq + 1 + i,
-                demand={itype: 1},
-                state=JobState.PENDING,
-                submitted_at=cloud.clock(),
-                request=training_request(f"{prefix}-{i:05d}", priority, instance_type=itype),
-            )
-            for i in range(count)
-        ]
-    )
-    for _ in range(count):
-        cloud.deps.store.next_seq()  # later submissions come after them
+from tests.integration.helpers import load, submit
 
 
 def page(cloud, query: str = "") -> dict:

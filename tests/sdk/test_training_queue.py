@@ -4,7 +4,7 @@
 import boto3
 import pytest
 from tjq import QueueTrainingJobSession, TrainingQueue
-from tjq.errors import InvalidJob
+from tjq.errors import InvalidJob, QueueApiError
 from tjq.local.cloud import ROLE_ARN
 
 from job_queue.share_config import parse_shares
@@ -180,6 +180,16 @@ def test_bad_input_is_refused_before_anything_is_uploaded_or_queued(queue, sourc
         queue.list_jobs(status="DONE")
     with pytest.raises(ValueError, match="get_job"):
         queue.list_jobs(status="SUCCEEDED")
+
+
+def test_a_share_named_on_a_queue_without_shares_is_refused_and_nothing_is_queued(
+    queue, source, unique
+):
+    name = unique("vision-job")
+    with pytest.raises(QueueApiError, match=r"Tags\.share: .* has no quota shares") as refused:
+        queue.submit(training_job(source), job_name=name, quota_share_name="vision")
+    assert refused.value.status == 400
+    assert not queue.list_jobs(job_name=name)
 
 
 @pytest.fixture(scope="module")
