@@ -57,24 +57,26 @@ def is_simulation(body: bytes) -> bool:
 
 
 def unknown_role(iam, body: bytes) -> tuple[int, str] | None:
-    """The answer to a role check (GetRole, SimulatePrincipalPolicy) on a role the emulated
-    account lacks: AccessDenied, which the SDK takes as "cannot tell" and goes on, so that the
-    queue's own refusal, naming the roles it allows and the flag, is what the user sees.
-    None for any other request."""
+    """The answer to GetRole on a role the emulated account lacks (None for any other
+    request): as for SimulatePrincipalPolicy on it, "cannot tell"."""
     form = parse_qs(body.decode())
-    action = form.get("Action", [""])[0]
-    if action == "GetRole":
-        name = form.get("RoleName", [""])[0]
-    elif action == "SimulatePrincipalPolicy":
-        name = form.get("PolicySourceArn", [""])[0].rsplit("/", 1)[-1]
-    else:
+    if form.get("Action") != ["GetRole"]:
         return None
+    name = form.get("RoleName", [""])[0]
     try:
         iam.get_role(RoleName=name)
         return None
     except iam.exceptions.NoSuchEntityException:
-        message = f"role {name} is not one smq local-api knows (see --allowed-role)"
-        return 403, _error("AccessDenied", message)
+        return _not_known(name)
+
+
+def _not_known(role: str) -> tuple[int, str]:
+    """AccessDenied, which SDK v3's role check takes as "cannot tell" and goes on, so that
+    the queue's own refusal, naming the roles it allows and the flag, is what the user
+    sees."""
+    return 403, _error(
+        "AccessDenied", f"role {role} is not one smq local-api knows (see --allowed-role)"
+    )
 
 
 def simulate_principal_policy(iam, body: bytes) -> tuple[int, str]:
@@ -89,7 +91,7 @@ def simulate_principal_policy(iam, body: bytes) -> tuple[int, str]:
     try:
         statements = _statements(iam, name)
     except iam.exceptions.NoSuchEntityException:
-        return 404, _error("NoSuchEntity", f"The role with name {name} cannot be found.")
+        return _not_known(name)
     results = "".join(
         _result(action, resource, decision(statements, action, resource))
         for action in actions
