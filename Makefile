@@ -11,7 +11,7 @@ SCAN_VENV := .venv-checkov
 SCAN_BIN := $(SCAN_VENV)/bin
 CHECKOV := checkov>=3.2,<4
 
-.PHONY: install venvs demo test lint bench clean build-QueueFunction
+.PHONY: install venvs demo test lint bench faults clean build-QueueFunction
 
 # Installs skip byte-compiling: the SDKs are large, and what runs compiles on first use.
 PIP_INSTALL = python -m pip install --quiet --no-compile
@@ -48,12 +48,12 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/cfn-lint template.yaml
 
-# Every test with SDK v3 and, beside it, the SDK tests (tests/sdk) with SDK v2: those
-# mostly wait on emulated jobs, so the two runs share the machine well. Both must pass.
+# Every test with SDK v3 (on every core) and, beside it, the SDK tests (tests/sdk) with SDK
+# v2: those mostly wait on emulated jobs, so the runs share the machine well. Both must pass.
 test: venvs lint
 	@TJQ_SDK=2 $(SDK2_BIN)/python -m pytest tests/sdk -p no:cacheprovider \
 		> $(SDK2_VENV)/test.log 2>&1 & sdk2=$$!; \
-	TJQ_SDK=3 $(BIN)/python -m pytest; sdk3_status=$$?; \
+	TJQ_SDK=3 $(BIN)/python -m pytest -n auto; sdk3_status=$$?; \
 	wait $$sdk2; sdk2_status=$$?; \
 	echo "--- tests/sdk with SageMaker SDK v2:"; cat $(SDK2_VENV)/test.log; \
 	exit $$((sdk3_status || sdk2_status))
@@ -61,6 +61,12 @@ test: venvs lint
 # Schedule quality, cost per scheduling pass and speed; writes bench/results/.
 bench: install
 	$(BIN)/python bench/run.py
+
+# The fault suite at length: every call of every scenario killed in turn, and SEEDS seeded
+# schedules of outages (make test runs each crash point once and a few schedules).
+SEEDS ?= 200
+faults: install
+	$(BIN)/python -m tests.faults --seeds $(SEEDS)
 
 clean:
 	rm -rf $(VENV) $(SDK2_VENV) $(SCAN_VENV) .aws-sam .pytest_cache .ruff_cache *.egg-info

@@ -1,8 +1,8 @@
 """Carrying out decisions against the table and SageMaker: a pass's plan, and the lifecycle
 decisions of :mod:`job_queue.lifecycle`.
 
-The order of a plan: idle warm pools are released (taken out of the table first, so that a
-pass that claimed one meanwhile wins, then ended in SageMaker), running jobs are preempted,
+The order of a plan: idle warm pools are released (ended in SageMaker, then taken out of
+the table, so their instances count as held until they are gone), running jobs are preempted,
 waiting jobs are claimed — every claim checks the holders' version the plan saw — and the
 claimed jobs are created. A job started on a warm pool is then checked against SageMaker:
 did the pool move to it?
@@ -121,18 +121,21 @@ class Actions:
                 self.create(job, job.attempt_name, pool)
 
     def _release(self, release: Release, now: float) -> bool:
+        # SageMaker first, then the table: until the table forgets the pool, its instances
+        # count as held, so an invocation that dies in between leaves the queue short of
+        # capacity for a sweep (which finds the pool gone), never over its cap. A pass that
+        # claimed the pool meanwhile only starts cold.
         pool = release.pool
+        try:
+            self.sagemaker.release_pool(pool.name)
+        except SageMakerError as exc:
+            logger.warning(f"could not release a warm pool: {exc}", extra={"job": pool.job})
+            return False
         audit = AuditEntry(now, Action.POOL_RELEASED, released_for=release.for_job)
         try:
             self.store.release_pool(pool, audit)
         except StaleState:
             raise StaleState(f"the warm pool of {pool.job} is no longer idle") from None
-        try:
-            self.sagemaker.release_pool(pool.name)
-        except SageMakerError as exc:
-            logger.warning(f"could not release a warm pool: {exc}", extra={"job": pool.job})
-            self.store.restore_pool(pool)
-            return False
         logger.info(release.reason, extra={"job": pool.job, "sagemaker_job": pool.name})
         self.report.changes.append(
             PoolReleased(pool.job, pool.name, release.for_job, now, pool.share, release.reason)

@@ -223,8 +223,13 @@ def on_description(
             return Ignore("its start may still be under way in another invocation")
         if job.state is JobState.STARTING:
             return RetryStart()
-        # Stopped before SageMaker ever created it.
-        return on_status(job, sagemaker_name, SageMakerStatus.STOPPED, None, now, backoff)
+        # Stopped before SageMaker ever created it: it ends (or waits again) with no attempt,
+        # as SageMaker ran none.
+        decision = on_status(job, sagemaker_name, SageMakerStatus.STOPPED, None, now, backoff)
+        started = any(a.sagemaker_job_name == sagemaker_name for a in job.attempts)
+        if isinstance(decision, Settle) and not started:
+            return replace(decision, attempts=None)
+        return decision
     if found.status is not None and found.status.ended:
         return on_status(
             job, sagemaker_name, found.status, found.failure_reason, now, backoff, found

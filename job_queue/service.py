@@ -203,6 +203,8 @@ class QueueService:
         def cancel_once() -> tuple[Job, float | None]:
             job = self.get(name)
             access.check_owner(caller, name, job.submitted_by, "cancel")
+            if job.state is JobState.CANCELLED:
+                return job, None  # a cancel asked again (its answer was lost): done already
             if job.state.is_finished:
                 raise JobConflict(f"job {name} already ended ({job.state}); nothing to cancel")
             if job.state == JobState.CANCELLING:

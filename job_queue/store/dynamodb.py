@@ -237,19 +237,6 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
             )
         self._transact(*writes)
 
-    def restore_pool(self, pool: WarmPool) -> None:
-        """Undo :meth:`release_pool` (SageMaker did not end the pool): it holds its
-        instances again — a version bump, as a plan that did not count them is stale."""
-        self._transact(
-            table.update(
-                POOL_KEY,
-                "SET pools.#pool = :pool, version = version + :one",
-                "attribute_not_exists(pools.#pool)",
-                {":pool": codecs.warm_pool_entry(pool), ":one": 1},
-                {"#pool": pool.name},
-            )
-        )
-
     def drop_pool(self, pool: WarmPool) -> None:
         """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
         moved it) or SageMaker ended it. Its instances were counted by the claimer."""

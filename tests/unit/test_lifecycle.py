@@ -244,12 +244,10 @@ SWEEP = [
         extra={"found": None, "claimed_at": CLAIMED_JUST_NOW},
     ),
     Case(
-        "no SageMaker job for a job being cancelled: it was stopped before it existed",
+        "no SageMaker job for a job being cancelled: it was stopped before it existed, "
+        "and its attempts stay those SageMaker ran",
         job(JobState.CANCELLING, attempts=job().attempts[:1]),
-        Settle(
-            JobState.CANCELLED,
-            (*job().attempts[:1], Attempt(2, "train-r2-abc", NOW, NOW, Outcome.CANCELLED)),
-        ),
+        Settle(JobState.CANCELLED),
         extra={"found": None},
     ),
     Case(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -36,6 +37,13 @@ ACCOUNT = "123456789012"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/SageMakerTraining"
 # Without other admins, every local user is one: on a laptop, you are the only user.
 EVERY_LOCAL_USER = f"arn:aws:iam::{ACCOUNT}:user/*"
+
+
+@functools.cache
+def _session() -> boto3.session.Session:
+    """One session for every local cloud of a process: reading the services' models, once
+    per session, is most of what creating a client costs."""
+    return boto3.session.Session()
 
 
 def local_user(access_key_id: str) -> str:
@@ -111,9 +119,12 @@ class LocalCloud:
         training_plans: Sequence[str] = (),
         checkpoint_s3_uri: str = "",
         run_scripts: bool = False,
+        wrap_client: Callable[[str, object], object] | None = None,
     ) -> None:
         """``run_scripts`` runs each job's training script (real time only: `smq local-api`
-        passes the wall clock); ``checkpoint_s3_uri`` the CheckpointS3Uri setting."""
+        passes the wall clock); ``checkpoint_s3_uri`` the CheckpointS3Uri setting;
+        ``wrap_client(service, client)`` stands between the handler and each of its
+        DynamoDB, SageMaker and EventBridge clients (the fault suite's faulty network)."""
         # Simulated time and in-process moto by default; `smq local-api` passes the wall
         # clock and a moto server's URL instead.
         self.clock = clock or SimClock()
@@ -143,6 +154,7 @@ class LocalCloud:
             checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
         )
         self._run_scripts = run_scripts
+        self._wrap = wrap_client or (lambda _service, client: client)
         # Only jobs over the queue's capacity would hit these limits: the queue must not.
         # Unless told otherwise, the account may keep its whole capacity in warm pools.
         self.sagemaker = LocalSageMaker(
@@ -176,7 +188,7 @@ class LocalCloud:
         if self._mock:
             self._mock.start()
         lock = threading.Lock()
-        dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=self._endpoint_url)
+        dynamodb = self._client("dynamodb")
         try:
             dynamodb.create_table(
                 TableName=self.settings.table_name,
@@ -190,16 +202,17 @@ class LocalCloud:
             )
         except dynamodb.exceptions.ResourceInUseException:
             pass  # the table survives a restart of the emulator's client
-        sagemaker = boto3.client("sagemaker", region_name=REGION, endpoint_url=self._endpoint_url)
+        sagemaker = self._client("sagemaker")
         self.sagemaker.install(sagemaker)
-        self.iam = boto3.client("iam", region_name=REGION, endpoint_url=self._endpoint_url)
+        self.sagemaker_client = sagemaker  # as anyone else in the account calls SageMaker
+        self.iam = self._client("iam")
         create_training_roles(self.iam, sorted(self.settings.allowed_role_arns))
         self.dynamodb = Serialized(dynamodb, lock, self.dynamodb_usage)
-        events = boto3.client("events", region_name=REGION, endpoint_url=self._endpoint_url)
-        self.logs = boto3.client("logs", region_name=REGION, endpoint_url=self._endpoint_url)
+        events = self._client("events")
+        self.logs = self._client("logs")
         log_queue_events(events, self.logs, self.settings.queue_name, REGION, ACCOUNT)
         self.sagemaker.logs = self.logs  # the emulated containers write a few lines each
-        self.s3 = boto3.client("s3", region_name=REGION, endpoint_url=self._endpoint_url)
+        self.s3 = self._client("s3")
         if self.settings.checkpoint_s3_uri:
             bucket, _ = checkpoints.split_uri(self.settings.checkpoint_s3_uri)
             with contextlib.suppress(self.s3.exceptions.BucketAlreadyOwnedByYou):
@@ -208,14 +221,17 @@ class LocalCloud:
             self.sagemaker.containers = Containers(self.s3)
         self.deps = Dependencies.from_clients(
             self.settings,
-            self.dynamodb,
-            sagemaker,
+            self._wrap("dynamodb", self.dynamodb),
+            self._wrap("sagemaker", sagemaker),
             clock=self.clock,
             sleep=getattr(self.clock, "sleep", time.sleep),
-            events=events,
+            events=self._wrap("events", events),
             s3=self.s3,
         )
         return self
+
+    def _client(self, service: str):
+        return _session().client(service, region_name=REGION, endpoint_url=self._endpoint_url)
 
     def __exit__(self, *exc) -> None:
         self.sagemaker.close()
@@ -248,25 +264,7 @@ class LocalCloud:
     ) -> dict:
         """The Lambda's proxy response to an API Gateway REST event for ``path`` (with its
         query string, if any)."""
-        path, _, query = path.partition("?")
-        event = {
-            "resource": path,
-            "path": path,
-            "httpMethod": method,
-            "headers": headers or {"content-type": "application/json"},
-            "multiValueHeaders": {},
-            "queryStringParameters": dict(parse_qsl(query)) or None,
-            "pathParameters": None,
-            "requestContext": {
-                "httpMethod": method,
-                "path": f"/prod{path}",
-                "stage": "prod",
-                "requestId": str(uuid.uuid4()),
-                "identity": api_identity(caller),
-            },
-            "body": body,
-            "isBase64Encoded": False,
-        }
+        event = api_event(method, path, body, headers, caller)
         with self._api_turn:
             return handle(event, LambdaContext(), self.deps)
 
@@ -297,11 +295,15 @@ class LocalCloud:
         """EventBridge drops the next ``count`` matching events (the sweep must repair)."""
         self._lost_events += count
 
+    def matches(self, event: dict) -> bool:
+        """Whether one of the template's rules sends this SageMaker event to the queue."""
+        return any(rule.matches_event(event) for rule in self._rules)
+
     def deliver_events(self) -> None:
         """Invoke the handler with every queued SageMaker event the rule matches."""
         while self.sagemaker.events:
             event = self.sagemaker.events.popleft()
-            if not any(rule.matches_event(event) for rule in self._rules):
+            if not self.matches(event):
                 continue
             if self._lost_events:
                 self._lost_events -= 1
@@ -325,6 +327,36 @@ class LocalCloud:
     def table(self) -> list[tuple[str, str, int]]:
         """(name, state, priority) per row of GET /jobs, as the blog's table shows them."""
         return [(j["name"], j["state"], j["priority"]) for j in self.jobs()]
+
+
+def api_event(
+    method: str,
+    path: str,
+    body: str | None,
+    headers: dict | None = None,
+    caller: str = DEFAULT_CALLER,
+) -> dict:
+    """The API Gateway REST event for a request to ``path`` (with its query string, if any)
+    signed by ``caller``."""
+    path, _, query = path.partition("?")
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": headers or {"content-type": "application/json"},
+        "multiValueHeaders": {},
+        "queryStringParameters": dict(parse_qsl(query)) or None,
+        "pathParameters": None,
+        "requestContext": {
+            "httpMethod": method,
+            "path": f"/prod{path}",
+            "stage": "prod",
+            "requestId": str(uuid.uuid4()),
+            "identity": api_identity(caller),
+        },
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 def training_request(
