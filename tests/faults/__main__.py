@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # no metrics on stdout
 import tests.conftest  # noqa: F401  (the test environment: region, fake credentials)
 from tests.faults import crashes, schedules
 from tests.faults.crash_points import universe

@@ -293,11 +293,13 @@ class World:
 
     # -- the end of the faults ---------------------------------------------------------------
 
-    def calm(self, deadline_s: float = 3 * 86400) -> float:
+    def calm(self, deadline_s: float = 12 * 3600) -> float:
         """No more faults: run until every job has ended; how long after the calm began the
         queue was first settled (consistent with SageMaker, and no idle capacity while a
         job that fits waits). The end's invariants are checked."""
         self.wire.outages.clear()
+        self.sweeping = True  # a scenario may have paused the schedule; calm restores it
+        self.kill_chance = 0.0
         self.event_faults = EventFaults()
         self.skew_s = 0.0
         calm_at = self.clock()
