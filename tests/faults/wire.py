@@ -151,16 +151,21 @@ class Wire:
         self.crossed.add(CrashPoint(site, "before"))
         if _kills(invocation.kill, index, site, "before"):
             self._die(invocation, CrashPoint(site, "before"))
+        try:
+            return self._answer(service, operation, method, params)
+        finally:
+            # Just after the call, whatever it answered (an error too): the answer is lost.
+            self.crossed.add(CrashPoint(site, "after"))
+            if _kills(invocation.kill, index, site, "after"):
+                self._die(invocation, CrashPoint(site, "after"))
+
+    def _answer(self, service: str, operation: str, method, params: dict):
         now = self.clock()
         for outage in self.outages:
             if outage.refuses(service, operation, now):
                 self.injected[outage.kind] += 1
                 raise outage.error(_operation_name(operation))
-        result = method(**params)
-        self.crossed.add(CrashPoint(site, "after"))
-        if _kills(invocation.kill, index, site, "after"):
-            self._die(invocation, CrashPoint(site, "after"))
-        return result
+        return method(**params)
 
     def _die(self, invocation: Invocation, point: CrashPoint) -> None:
         invocation.died_at = point
