@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from job_queue.errors import Forbidden
+from job_queue.patterns import matches
 from job_queue.scheduler.shares import Share
 
 # arn:<partition>:iam|sts::<account>:<resource>, where '*' may stand for any run of characters.
@@ -68,11 +69,6 @@ def principal_of(arn: str) -> str:
     if session is None:
         return arn
     return f"arn:{session['partition']}:iam::{session['account']}:role/{session['role']}"
-
-
-def matches(pattern: str, arn: str) -> bool:
-    """Whether ``arn`` matches ``pattern`` (``*``: any run of characters, ``/`` included)."""
-    return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), arn) is not None
 
 
 def check_patterns(patterns: Iterable[str], field: str) -> tuple[str, ...]:

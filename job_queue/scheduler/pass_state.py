@@ -40,6 +40,7 @@ class PassState:
         now, capacity, shares, plans = seen.now, seen.capacity, seen.shares, seen.plans
         active, pools, outside = seen.active, seen.pools, seen.outside
         self._plans = tuple(plans)
+        self._seen = seen
         self._now, self._policy = now, policy
         self._lost = lost_work or LostWork(now)
         shares = [share.with_reserved(self._plans, now) for share in shares]

@@ -7,7 +7,8 @@ pass for every layout. With quota shares, each job belongs to a share
 capacity and neither lends nor borrows, so the quota steps below never refuse it anything the
 instances allow.
 
-Rules, in queue order (priority high to low, then submission order), for each job:
+Rules, in queue order (priority high to low, then submission order; with fair share, then
+the submitter who used least lately: :mod:`~job_queue.scheduler.fair_share`), for each job:
 
 0. **Nothing capped.** A job that needs no instances of a capped type (a CPU job on uncapped
    types only) starts at once: nothing counts it, and nothing holds it back.
@@ -25,7 +26,8 @@ Rules, in queue order (priority high to low, then submission order), for each jo
    needs), whatever their priority.
 4. **Borrow.** A ``LEND_AND_BORROW`` job that could borrow idle lent capacity does so, but
    only at the end of the pass, after every job has had its own share's capacity: a
-   borrower never takes what a lender's own job could use.
+   borrower never takes what a lender's own job could use. Borrowers go in queue order
+   (with fair share: the share that used least per instance of its limit lately first).
 5. **Make room.** Otherwise idle pools are released and (with preemption on, and in a quota
    share with ``in_share_preemption``) running jobs of its own share of strictly lower
    priority are preempted: the fewest that let it start (the one victim search,
@@ -67,7 +69,7 @@ import itertools
 import math
 from collections.abc import Iterable
 
-from job_queue.scheduler import affinity, reservations
+from job_queue.scheduler import affinity, fair_share, reservations
 from job_queue.scheduler.affinity import Deferral, WarmAffinity
 from job_queue.scheduler.order import LostWork, least_lost_first
 from job_queue.scheduler.pass_state import WHOLE_QUEUE
@@ -174,7 +176,7 @@ class Planner(WarmAffinity):
         for key in list(self._deferred):
             self._end_deferral(key)
         closed: set[tuple[str, str]] = set()
-        for job in self._borrowers:
+        for job in self._borrowing_order():
             share = self._shares[self._ledger.owner(job.share)]
             keys = [(share.name, itype) for itype in job.demand]
             if any(key in closed for key in keys):
@@ -190,6 +192,17 @@ class Planner(WarmAffinity):
             else:
                 closed.update(keys)
         return self._decided()
+
+    def _borrowing_order(self) -> list[WaitingJob]:
+        """The jobs put aside to borrow, in queue order; with fair share, the shares that
+        used least per instance of their limit lately first."""
+        if self._policy.fair_share is None:
+            return self._borrowers
+        standing = fair_share.standings(self._seen, self._policy.fair_share)
+        return sorted(
+            self._borrowers,
+            key=lambda job: standing.of_share(self._shares[self._ledger.owner(job.share)]),
+        )
 
     # -- rules 2 to 6 ----------------------------------------------------------------------
 
@@ -367,9 +380,10 @@ def plan(
     policy: Policy = DEFAULT_POLICY,
     lost_work: LostWork | None = None,
 ) -> Plan:
-    """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed)."""
+    """Plan one pass over a queue (``waiting`` in queue order, read only as far as needed;
+    with fair share, all of it is read to be put in fair-share order)."""
     planner = Planner(seen, policy, lost_work)
-    for job in waiting:
+    for job in fair_share.fair_order(waiting, seen, policy.fair_share):
         planner.offer(job)
         if not planner.open_types:
             break

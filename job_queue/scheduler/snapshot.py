@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from job_queue.models import Checkpointing, Demand, JobState
+from job_queue.scheduler.fair_share import FairShare, Usage
 
 if TYPE_CHECKING:
     from job_queue.scheduler.reservations import TrainingPlan
@@ -34,6 +35,9 @@ class Policy:
         preempted, so that a job is not stopped again and again before it gets anywhere.
         A waiting job that needs it waits; the next pass after the protection ends (the
         scheduled sweep, at most a minute later) may preempt it.
+    fair_share: within a priority (and share), the next job is taken from the submitter who
+        has used the instances least lately (:mod:`~job_queue.scheduler.fair_share`); None:
+        first come, first served.
     warm_affinity_s: a job of the highest waiting priority of its type (and share) that
         matches an idle warm pool (its share's) may start on it ahead of earlier jobs of that
         priority (and share) that have waited less than this since their submission (0:
@@ -48,6 +52,7 @@ class Policy:
     min_run_s: float = 0.0
     warm_affinity_s: float = 0.0
     least_lost_work: bool = True
+    fair_share: FairShare | None = None
 
     def bound(self, max_runtime: float | None) -> float:
         """How long an attempt holds its instances at the most: provisioning allowance plus
@@ -73,6 +78,7 @@ class WaitingJob:
     helpers: Demand = field(default_factory=dict)  # uncapped instances (never counted)
     checkpoint: Checkpointing | None = None  # how it saves its progress (None: not declared)
     checkpoint_uri: str | None = None  # where, when it saves at an interval (CheckpointConfig)
+    submitter: str | None = None  # whom its use is charged to, for fair share
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,7 @@ class ActiveJob:
     plan: str | None = None  # the training plan (ARN) it runs on; None: on-demand
     checkpoint: Checkpointing | None = None  # how it saves its progress (None: not declared)
     checkpoint_uri: str | None = None  # where, when it saves at an interval (CheckpointConfig)
+    submitter: str | None = None  # whom its use is charged to, for fair share
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class WarmPool:
     share: str | None = None  # the share of the job that left it
     claimed_by: str | None = None  # a SageMaker job being started on it (not idle, then)
     claimed_at: float | None = None
+    submitter: str | None = None  # of the job that left it: its idle time is charged to them
 
     def expired(self, now: float) -> bool:
         """Past its keep-alive: SageMaker has ended it, whether or not the queue noticed."""
@@ -203,6 +211,7 @@ class Snapshot:
     outside: tuple[OutsideJob, ...] = ()
     plans: tuple[TrainingPlan, ...] = ()
     shares: tuple[Share, ...] = ()
+    usage: Usage = field(default_factory=Usage)  # fair share: usage of the work that ended
 
     def __post_init__(self) -> None:
         for name in ("active", "pools", "outside", "plans", "shares"):
@@ -230,6 +239,7 @@ def running(job: WaitingJob, since: float, plan: str | None = None) -> ActiveJob
         plan,
         job.checkpoint,
         job.checkpoint_uri,
+        job.submitter,
     )
 
 

@@ -49,6 +49,7 @@ from job_queue.scheduler import (
     queue_order,
     reservations,
 )
+from job_queue.scheduler.fair_share import Usage, ended
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -127,9 +128,11 @@ class _Replay:
                 warm_key=job.configuration,
                 helpers={} if self._counted(job) else job.demand,
                 checkpoint=job.checkpoint,
+                submitter=job.submitter,
             )
             for i, job in enumerate(jobs)
         ]
+        self.usage = Usage()  # fair share: the usage of attempts and pools that ended
         self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
         self.pool_records: list[PoolRecord] = []
         self.retry_pending = False
@@ -215,7 +218,7 @@ class _Replay:
         spec = result.spec
         attempt.end = now
         del self.active[index]
-        del self.active_view[index]
+        self._charge(self.active_view.pop(index), attempt.start, now)
         if self.on_plan.pop(index, None) is None:
             self._leave_pool(index, attempt, now)  # a plan's reservation keeps no pool
         if state == JobState.PREEMPTING:
@@ -247,6 +250,7 @@ class _Replay:
             tuple(pool for pool, _ in self.pools.values()),
             plans=self.settings.plans,
             shares=self.settings.shares,
+            usage=self.usage,
         )
         waiting = (self.waiting_view[self.waiting[key]] for key in keys)
         decided = self.decide(seen, waiting, self.settings.policy)
@@ -346,21 +350,37 @@ class _Replay:
         name = f"{spec.name}#{attempt.number}"
         share = spec.share if self.settings.shares else None
         pool = WarmPool(
-            name, spec.name, spec.demand, spec.configuration, now, now + keep_alive, share
+            name,
+            spec.name,
+            spec.demand,
+            spec.configuration,
+            now,
+            now + keep_alive,
+            share,
+            submitter=spec.submitter,
         )
         record = PoolRecord(spec.name, spec.instance_count, now, pool.expires_at)
         self.pools[name] = (pool, record)
         self.pool_records.append(record)
 
     def _end_pool(self, name: str, now: float, how: str) -> None:
-        _, record = self.pools.pop(name)
+        pool, record = self.pools.pop(name)
         record.until, record.ended_by = now, how
+        self._charge(pool, pool.since, now)
 
     def _expire_pools(self, now: float) -> None:
         for name, (pool, record) in list(self.pools.items()):
             if pool.expired(now):
                 del self.pools[name]
                 record.until, record.ended_by = pool.expires_at, "expired"
+                self._charge(pool, pool.since, pool.expires_at)
+
+    def _charge(self, holder: ActiveJob | WarmPool, since: float, until: float) -> None:
+        """Fair share: what ``holder`` held from ``since`` to ``until`` is its submitter's
+        (and share's) usage, as the Lambda records it."""
+        fair = self.settings.policy.fair_share
+        if fair is not None:
+            self.usage = self.usage.added(ended(holder, since, until, fair)).forgetting(until, fair)
 
     def _matching_pool(self, job: WaitingJob) -> str | None:
         """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""

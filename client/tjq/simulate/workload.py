@@ -1,7 +1,7 @@
 """Workload CSVs: one job a row.
 
 Required columns: ``name,submit_s,duration_s,priority,instance_type,instance_count``.
-Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key``.
+Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``.
 
 * ``duration_s`` — running time the job needs to finish;
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
@@ -14,7 +14,10 @@ Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key``.
 * ``keep_alive_s`` — its warm-pool keep-alive (empty: the replay's default; 0: none);
 * ``warm_key`` — its warm-pool configuration: jobs with the same key (and instance type and
   count) start on each other's pools; empty: a configuration of its own, which only its own
-  resumed attempts match.
+  resumed attempts match;
+* ``submitter`` — who submitted it (an IAM ARN, or a ``fair-share-id`` such as a project
+  name): with fair share, whom its use is charged to; empty: nobody (it is never charged, so
+  it always stands as idle).
 
 Each row is admitted by the queue's own rules (:func:`job_queue.request.validate_submission`
 and :func:`job_queue.admission.admit`) on the CreateTrainingJob request it stands for, so a
@@ -40,7 +43,7 @@ from job_queue.scheduler import Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
-OPTIONAL = ("share", "max_runtime_s", "checkpoint_s", "keep_alive_s", "warm_key")
+OPTIONAL = ("share", "max_runtime_s", "checkpoint_s", "keep_alive_s", "warm_key", "submitter")
 REPLAY_ROLE = "arn:aws:iam::123456789012:role/replay"  # the replay's jobs run under one role
 # The column of each request field the queue's rules may refuse.
 _COLUMNS = {
@@ -72,6 +75,7 @@ class WorkloadJob:
     keep_alive_s: float | None = None
     warm_key: str | None = None
     saves_on_stop: bool = False  # checkpoint_s "stop"
+    submitter: str | None = None
 
     @property
     def checkpoint(self) -> Checkpointing | None:
@@ -229,6 +233,7 @@ def _job(row: dict, line: int) -> WorkloadJob:
         keep_alive_s=keep_alive,
         warm_key=text("warm_key") or None,
         saves_on_stop=on_stop,
+        submitter=text("submitter") or None,
     )
 
 
