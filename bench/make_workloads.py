@@ -20,8 +20,10 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_TRACES = HERE.parent.parent / "shared" / "traces"
 
 
-# The workloads of the warm-pool comparison (bench/warm.py), not of the schedule-quality one.
+# The workloads of the warm-pool comparison (bench/warm.py) and of the fair-share one
+# (bench/fairness.py), not of the schedule-quality one.
 WARM_POOL_WORKLOADS = ("philly-6214e9-week",)
+FAIR_SHARE_WORKLOADS = ("fair-chronus-2h", "fair-philly-week")
 
 
 def workloads(root: Path) -> dict[str, tuple[list, str]]:
@@ -49,7 +51,27 @@ def workloads(root: Path) -> dict[str, tuple[list, str]]:
             "Philly (Pollux subset), virtual cluster 6214e9, days 28-35; 8 team "
             "configurations by a Zipf draw",
         ),
+        "fair-chronus-2h": (
+            traces.single_instance(
+                traces.chronus(
+                    root / "chronus-philly" / "trace_job_Philly_MIX1.csv", hours=2, users=True
+                )
+            ),
+            "Chronus Philly mix, first two hours, jobs of up to 8 GPUs; submitter = its user "
+            "(virtual cluster)",
+        ),
+        "fair-philly-week": (
+            traces.with_submitters(traces.philly(philly, start="2017-10-09 00:00:00", days=7)),
+            "Philly (Pollux subset), 2017-10-09 to 15, all clusters; each burst of submissions "
+            "from one of 30 users by a Zipf draw",
+        ),
     }
+
+
+def _benchmark(name: str) -> str:
+    if name in WARM_POOL_WORKLOADS:
+        return "warm pools"
+    return "fair share" if name in FAIR_SHARE_WORKLOADS else "quality"
 
 
 def main(argv: list[str]) -> None:
@@ -65,7 +87,7 @@ def main(argv: list[str]) -> None:
             "jobs": len(jobs),
             "capacity": {traces.INSTANCE_TYPE: capacity},
             "offered_load": round(traces.offered_load(jobs, capacity), 3),
-            "benchmark": "warm pools" if name in WARM_POOL_WORKLOADS else "quality",
+            "benchmark": _benchmark(name),
         }
         print(f"{name}: {len(jobs)} jobs, capacity {capacity}", file=sys.stderr)
     (out / "workloads.json").write_text(json.dumps(index, indent=2) + "\n")

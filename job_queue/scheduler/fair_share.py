@@ -177,9 +177,24 @@ def standings(seen: Snapshot, fair: FairShare) -> Standings:
     return Standings(usage, fair)
 
 
-def in_line(lines: Iterable[Iterable[WaitingJob]], standing: Standings) -> Iterator[WaitingJob]:
+class InLine(Iterable["WaitingJob"]):
+    """Waiting jobs already in the pass's order (fair-share order included), as a reader
+    that keeps the lines apart (the table, the simulator) hands them to the pass."""
+
+    def __init__(self, jobs: Iterable[WaitingJob]) -> None:
+        self._jobs = jobs
+
+    def __iter__(self) -> Iterator[WaitingJob]:
+        return iter(self._jobs)
+
+
+def in_line(lines: Iterable[Iterable[WaitingJob]], standing: Standings) -> InLine:
     """The queue in fair-share order, from its lines (each one submitter's jobs of one
     partition, in queue order). Lazy: it reads one job ahead in each line."""
+    return InLine(_merged(lines, standing))
+
+
+def _merged(lines: Iterable[Iterable[WaitingJob]], standing: Standings) -> Iterator[WaitingJob]:
     fair = standing.fair
 
     def keyed(line: Iterable[WaitingJob]) -> Iterator[tuple[tuple[int, float, int], WaitingJob]]:
@@ -205,8 +220,9 @@ def line_of(job: WaitingJob) -> tuple[str, str | None, str | None]:
 def fair_order(
     waiting: Iterable[WaitingJob], seen: Snapshot, fair: FairShare | None
 ) -> Iterable[WaitingJob]:
-    """``waiting`` (in queue order) in fair-share order; as it is with fair share off."""
-    if fair is None:
+    """``waiting`` (in queue order) in fair-share order; as it is with fair share off, or
+    when it is already in line (:class:`InLine`)."""
+    if fair is None or isinstance(waiting, InLine):
         return waiting
     lines: dict[tuple[str, str | None, str | None], list[WaitingJob]] = {}
     for job in waiting:

@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "workload",
         help="CSV: name,submit_s,duration_s,priority,instance_type,instance_count"
-        "[,share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key]",
+        "[,share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter]",
     )
     simulate.add_argument(
         "--capacity",
@@ -236,6 +236,26 @@ def _parser() -> argparse.ArgumentParser:
         "--shares",
         metavar="FILE",
         help="quota shares file (instead of --capacity); jobs name theirs in the share column",
+    )
+    simulate.add_argument(
+        "--fair-share-half-life",
+        default="0",
+        metavar="S",
+        help="fair share by recent use, with this half-life (the FairShareHalfLifeSeconds "
+        "setting; default 0: first come, first served within a priority); jobs name their "
+        "submitter in the submitter column",
+    )
+    simulate.add_argument(
+        "--fair-share-lookahead",
+        default="600",
+        metavar="S",
+        help="the entry penalty: a job that starts is charged its instances x S at once "
+        "(FairShareLookaheadSeconds; default 600)",
+    )
+    simulate.add_argument(
+        "--fair-share-weights",
+        metavar="FILE",
+        help='JSON weights by submitter, such as {"project-x": 2} (FairShareWeights)',
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument(

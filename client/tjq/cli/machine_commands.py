@@ -11,6 +11,7 @@ from tjq.cli.local_command import unknown_plans
 
 def simulate(args) -> int:
     from job_queue.config import split_capacity
+    from job_queue.fair_share_config import FairShareError
     from job_queue.scheduler import Policy
     from tjq.simulate.engine import SimSettings, simulate
     from tjq.simulate.metrics import report
@@ -38,6 +39,10 @@ def simulate(args) -> int:
             "--capacity TYPE=N or --plan is required (for example --capacity ml.p5.48xlarge=2)"
         )
     try:
+        fair = _fair_share(args)
+    except FairShareError as exc:
+        return fail(str(exc))
+    try:
         jobs = read_workload(args.workload, capacity, shares, uncapped, plans)
     except WorkloadError as exc:
         return fail(f"{args.workload}: {exc}")
@@ -55,6 +60,7 @@ def simulate(args) -> int:
             backfill=not args.no_backfill,
             min_run_s=args.min_run,
             warm_affinity_s=args.warm_affinity,
+            fair_share=fair,
         ),
     )
     show_progress = sys.stderr.isatty() and len(jobs) >= 5000
@@ -77,6 +83,24 @@ def simulate(args) -> int:
 
         print(summary(answer, capacity))
     return 0
+
+
+def _fair_share(args):
+    """The fair-share policy of the --fair-share-* flags (None: off)."""
+    from job_queue.fair_share_config import FairShareError, parse_fair_share
+
+    weights = ""
+    if args.fair_share_weights:
+        try:
+            with open(args.fair_share_weights) as file:
+                weights = file.read()
+        except OSError as exc:
+            raise FairShareError(
+                f"--fair-share-weights {args.fair_share_weights}: {exc.strerror}"
+            ) from None
+    names = ("--fair-share-half-life", f"--fair-share-weights {args.fair_share_weights}")
+    names += ("--fair-share-lookahead",)
+    return parse_fair_share(args.fair_share_half_life, weights, args.fair_share_lookahead, names)
 
 
 def _progress_bar(done: int, total: int) -> None:

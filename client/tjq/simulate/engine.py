@@ -49,7 +49,7 @@ from job_queue.scheduler import (
     queue_order,
     reservations,
 )
-from job_queue.scheduler.fair_share import Usage, ended
+from job_queue.scheduler.fair_share import InLine, Usage, ended, in_line, line_of, standings
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -133,6 +133,10 @@ class _Replay:
             for i, job in enumerate(jobs)
         ]
         self.usage = Usage()  # fair share: the usage of attempts and pools that ended
+        # Fair share: the waiting jobs' keys by line (submitter, partition), each sorted.
+        self.lines: dict[tuple, list[tuple[int, int]]] | None = (
+            {} if settings.policy.fair_share else None
+        )
         self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
         self.pool_records: list[PoolRecord] = []
         self.retry_pending = False
@@ -201,6 +205,8 @@ class _Replay:
             return
         bisect.insort(self.waiting_keys, key)
         self.waiting_sizes[spec.instance_type][spec.instance_count] += 1
+        if self.lines is not None:
+            bisect.insort(self.lines.setdefault(line_of(self.waiting_view[index]), []), key)
 
     def _counted(self, spec: WorkloadJob) -> dict[str, int]:
         """The instances of a row that count (none, on an uncapped type)."""
@@ -241,8 +247,6 @@ class _Replay:
     def _schedule(self, now: float) -> None:
         self._now = now  # for _saved_at
         self._expire_pools(now)
-        # Jobs on uncapped types first: they start at once, whatever waits for capacity.
-        keys = itertools.chain(self.uncapped_keys, self.waiting_keys)
         seen = Snapshot(
             now,
             self.capacity,
@@ -252,8 +256,7 @@ class _Replay:
             shares=self.settings.shares,
             usage=self.usage,
         )
-        waiting = (self.waiting_view[self.waiting[key]] for key in keys)
-        decided = self.decide(seen, waiting, self.settings.policy)
+        decided = self.decide(seen, self._waiting(seen), self.settings.policy)
         for release in decided.releases:
             self._end_pool(release.pool.name, now, "released")
         for preemption in decided.preemptions:
@@ -287,12 +290,29 @@ class _Replay:
             carried = after(seen, replace(decided, starts=tuple(started)))
             self.active_view = {self.index_of[job.name]: job for job in carried.active}
 
+    def _waiting(self, seen: Snapshot) -> Iterable[WaitingJob]:
+        """The queue as the pass reads it: jobs on uncapped types first (they start at once,
+        whatever waits for capacity), then in queue order, or with fair share line by line
+        in fair-share order."""
+        view, at = self.waiting_view, self.waiting
+        uncapped = (view[at[key]] for key in self.uncapped_keys)
+        fair = self.settings.policy.fair_share
+        if self.lines is None or fair is None:
+            return itertools.chain(uncapped, (view[at[key]] for key in self.waiting_keys))
+        lines = [(view[at[key]] for key in keys) for keys in self.lines.values()]
+        return InLine(itertools.chain(uncapped, in_line(lines, standings(seen, fair))))
+
     def _start(self, index: int, now: float, warm: bool = False) -> None:
         result = self.results[index]
         spec = result.spec
         key = queue_order(self.waiting_view[index])
         if self._counted(spec):
             del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
+            if self.lines is not None:
+                line = self.lines[line_of(self.waiting_view[index])]
+                del line[bisect.bisect_left(line, key)]
+                if not line:
+                    del self.lines[line_of(self.waiting_view[index])]
             sizes = self.waiting_sizes[spec.instance_type]
             sizes[spec.instance_count] -= 1
             if not sizes[spec.instance_count]:

@@ -6,6 +6,7 @@
 * goodput = instance-seconds of work that counted toward completion / available;
 * lost = instance-seconds of work thrown away by preemption, plus time spent stopping;
 * idle_while_waiting = instance-seconds free while a waiting job would have fit in them;
+* with submitters named: ``by_submitter`` and ``fairness`` (:mod:`tjq.simulate.fairness`);
 * warm pools: ``warm_starts`` and ``cold_starts`` (attempts started on a pool or not),
   ``released_pools``, ``warm_pool_instance_s`` (instance-seconds held by idle pools: what
   they are billed for), ``provisioning_instance_s`` (instance-seconds spent starting
@@ -16,33 +17,12 @@ Percentiles interpolate linearly between the closest ranks (as numpy's default d
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 from job_queue.models import JobState
+from tjq.simulate.fairness import by_submitter
 from tjq.simulate.records import SimResult
+from tjq.simulate.stats import percentile, summary
 
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) of ``values``, linearly interpolated."""
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def _summary(values: Sequence[float], keys=("mean", "p50", "p95", "max")) -> dict:
-    if not values:
-        return dict.fromkeys(keys, 0.0)
-    stats = {
-        "mean": sum(values) / len(values),
-        "p50": percentile(values, 50),
-        "p95": percentile(values, 95),
-        "max": max(values),
-    }
-    return {key: round(stats[key], 3) for key in keys}
+__all__ = ["percentile", "report"]
 
 
 def report(result: SimResult) -> dict:
@@ -66,6 +46,7 @@ def report(result: SimResult) -> dict:
                 "lost_instance_s": round(job.lost_instance_s, 3),
                 "warm_starts": sum(a.warm for a in job.attempts),
                 **({"share": spec.share} if result.settings.shares else {}),
+                **({"submitter": spec.submitter} if spec.submitter else {}),
             }
         )
         if spec.instance_type in result.settings.uncapped:
@@ -98,10 +79,10 @@ def report(result: SimResult) -> dict:
         "idle_while_waiting_instance_s": round(result.idle_while_waiting_instance_s, 3),
         "preemptions": sum(j["preemptions"] for j in jobs),
         "lost_instance_s": round(lost, 3),
-        "wait_s": _summary(waits),
-        "jct_s": _summary(jcts),
+        "wait_s": summary(waits),
+        "jct_s": summary(jcts),
         "wait_s_by_priority": {
-            str(priority): _summary(values, ("mean", "p95", "max"))
+            str(priority): summary(values, ("mean", "p95", "max"))
             for priority, values in sorted(by_priority.items(), reverse=True)
         },
     }
@@ -120,6 +101,8 @@ def report(result: SimResult) -> dict:
         )
     if result.settings.shares:
         metrics["by_share"] = _by_share(result, jobs, last - first)
+    if any(job.spec.submitter for job in result.jobs):
+        metrics["by_submitter"], metrics["fairness"] = by_submitter(result)
     return {"jobs": jobs, "metrics": metrics}
 
 
@@ -133,7 +116,7 @@ def _progress_by_priority(result: SimResult) -> dict:
                 first.start + first.latency - job.spec.submit_s
             )
     return {
-        str(priority): _summary(values, ("mean", "p95", "max"))
+        str(priority): summary(values, ("mean", "p95", "max"))
         for priority, values in sorted(by_priority.items(), reverse=True)
     }
 
@@ -158,7 +141,7 @@ def _by_share(result: SimResult, rows: list[dict], span: float) -> dict:
         waits = [row["wait_s"] for row, _ in mine if row["wait_s"] is not None]
         out[share.name] = {
             "jobs": len(mine),
-            "wait_s": _summary(waits, ("mean", "p95", "max")),
+            "wait_s": summary(waits, ("mean", "p95", "max")),
             "utilization": round(held / own, 6) if own else None,
         }
     return out

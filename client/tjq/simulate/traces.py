@@ -11,6 +11,9 @@ The mapping (the same for every trace):
 * ``max_runtime_s`` — the traces have no limits, so each job gets the limit a user would
   likely ask for: its duration rounded up to 1, 2, 4, 8 or 12 hours, or 1, 2, 3, 7, 14 or 28
   days (SageMaker's most); none beyond 28 days;
+* ``submitter`` -- Chronus: its ``user`` (a virtual cluster), with ``users``; the others
+  have none, so :func:`with_submitters` gives each burst of submissions one of ``count``
+  users by a seeded Zipf draw;
 * ``warm_key`` (with :func:`with_configurations`) — the traces do not say which jobs share a
   configuration (role, instance type, volume, VPC ...), so each job is given one of ``count``
   team configurations by a seeded Zipf draw (configuration k with weight 1/k): a few teams
@@ -78,8 +81,9 @@ def itp(path: str | Path, seed: int = 7) -> list[WorkloadJob]:
     return _window(rows, f"itp-{Path(path).stem}", None, None, seed)
 
 
-def chronus(path: str | Path, hours: float | None = None) -> list[WorkloadJob]:
-    """Chronus's Philly mix: ``...,num_gpu,submit_time,...,duration,...,best_effort,...``."""
+def chronus(path: str | Path, hours: float | None = None, users: bool = False) -> list[WorkloadJob]:
+    """Chronus's Philly mix: ``...,user,num_gpu,submit_time,...,duration,...,best_effort,...``
+    (``users``: each job's ``user``, a virtual cluster, is its submitter)."""
     jobs = []
     rows = sorted(
         (
@@ -93,16 +97,15 @@ def chronus(path: str | Path, hours: float | None = None) -> list[WorkloadJob]:
         gpus = int(row["num_gpu"])
         if gpus <= 0 or (hours is not None and submitted - first >= hours * 3600):
             continue
-        jobs.append(
-            _job(
-                "chronus",
-                row_number,
-                submitted - first,
-                float(row["duration"]),
-                gpus,
-                0 if row["best_effort"] == "1" else 1,
-            )
+        job = _job(
+            "chronus",
+            row_number,
+            submitted - first,
+            float(row["duration"]),
+            gpus,
+            0 if row["best_effort"] == "1" else 1,
         )
+        jobs.append(replace(job, submitter=row["user"]) if users else job)
     return jobs
 
 
@@ -115,6 +118,24 @@ def with_configurations(
     names = [f"team-{k}" for k in range(1, count + 1)]
     weights = [1 / k for k in range(1, count + 1)]
     return [replace(job, warm_key=draw.choices(names, weights)[0]) for job in jobs]
+
+
+def with_submitters(
+    jobs: Iterable[WorkloadJob], count: int = 30, seed: int = 7, burst_s: float = 60.0
+) -> list[WorkloadJob]:
+    """The jobs, each burst of submissions (each job within ``burst_s`` of the one before)
+    given one of ``count`` submitters (``user-1`` ...) by a seeded Zipf draw (user k with
+    weight 1/k): a few people submit most of the work, much of it in sweeps."""
+    draw = random.Random(f"submitters-{count}-{seed}")
+    names = [f"user-{k}" for k in range(1, count + 1)]
+    weights = [1 / k for k in range(1, count + 1)]
+    out, last, who = [], None, names[0]
+    for job in sorted(jobs, key=lambda j: j.submit_s):
+        if last is None or job.submit_s - last > burst_s:
+            who = draw.choices(names, weights)[0]
+        out.append(replace(job, submitter=who))
+        last = job.submit_s
+    return out
 
 
 def single_instance(jobs: Iterable[WorkloadJob]) -> list[WorkloadJob]:
