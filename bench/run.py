@@ -4,7 +4,7 @@
     python bench/run.py --quick    # smaller depths and no full-trace replay
     python bench/run.py --only checkpoints   # one section
 
-Writes bench/results/{quality,shares,warm_pools,checkpoints,cost,calls,outlook,speed}.{md,json} and
+Writes bench/results/{quality,shares,fair_share,warm_pools,checkpoints,cost,calls,outlook,speed}.{md,json} and
 prints the tables.
 """
 
@@ -25,6 +25,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 from calls import calls, calls_table
 from checkpoints import checkpoints, checkpoints_table
 from cost import cost, cost_table
+from fairness import fairness, fairness_table
 from outlook import outlook, outlook_table
 from quality import quality, quality_table, shares_comparison, shares_table
 from speed import speed, speed_table
@@ -43,6 +44,7 @@ def main() -> None:
     sections = [
         ("quality", "Schedule quality", quality, quality_table),
         ("shares", "Quota shares", shares_comparison, shares_table),
+        ("fair_share", "Fair share by recent use", fairness, fairness_table),
         ("warm_pools", "Warm pools", warm_pools, warm_pools_table),
         ("checkpoints", "Preemption without lost work", checkpoints, checkpoints_table),
         (
