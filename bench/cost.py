@@ -1,5 +1,6 @@
 """What one scheduling pass costs in DynamoDB and SageMaker calls, at 10 to 10,000 queued
-jobs, against the AWS blog's Scan-based pattern. Part of `make bench` (bench/run.py)."""
+jobs, against the AWS blog's Scan-based pattern; and with fair share on, the queued jobs
+those of 100 submitters. Part of `make bench` (bench/run.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def cost(depths: list[int]) -> dict:
         results[depth] = {
             "queue": _queue_pass(depth),
             "queue_with_shares": _queue_pass(depth, with_shares=True),
+            "queue_with_fair_share": _queue_pass(depth, submitters=FAIR_SUBMITTERS),
             "blog": _blog_scan_pattern(boto3, depth),
         }
     return results
@@ -30,16 +32,23 @@ COST_SHARES = (
 )
 
 
-def _queue_pass(depth: int, with_shares: bool = False) -> dict:
+FAIR_SUBMITTERS = 100
+
+
+def _queue_pass(depth: int, with_shares: bool = False, submitters: int = 0) -> dict:
     """What one scheduling pass costs the queue (the real handler against the emulation):
-    two jobs run, ``depth`` wait; the shorter one completes and the next one starts."""
+    two jobs run, ``depth`` wait; the shorter one completes and the next one starts. With
+    ``submitters``, fair share is on and the queued jobs are theirs, in turn."""
     from tjq.local.cloud import LocalCloud, training_request
 
     from job_queue.models import Job, JobState
+    from job_queue.scheduler import Policy
+    from job_queue.scheduler.fair_share import FairShare
 
     shares = COST_SHARES if with_shares else ()
     share = "team-a" if with_shares else None
-    with LocalCloud(capacity={"ml.p5.48xlarge": 2}, shares=shares) as cloud:
+    policy = Policy(fair_share=FairShare(86400.0) if submitters else None)
+    with LocalCloud(capacity={"ml.p5.48xlarge": 2}, shares=shares, policy=policy) as cloud:
         for name, seconds, team in (("running-1", 60, share), ("running-2", 600, "team-b")):
             request = training_request(
                 name, 9, run_seconds=seconds, share=team if with_shares else None
@@ -57,6 +66,7 @@ def _queue_pass(depth: int, with_shares: bool = False) -> dict:
                     submitted_at=cloud.clock(),
                     request={**request, "TrainingJobName": f"queued-{i}"},
                     share=share,
+                    submitter=f"user-{i % submitters}" if submitters else None,
                 )
                 for i in range(depth)
             ]
@@ -71,6 +81,7 @@ def _queue_pass(depth: int, with_shares: bool = False) -> dict:
         "items_written": used.items_written,
         "dynamodb_calls": sum(used.calls.values()),
         "sagemaker_calls": sagemaker_calls,
+        **({"submitters": min(submitters, depth)} if submitters else {}),
     }
 
 
@@ -144,6 +155,13 @@ def _blog_scan_pattern(boto3, depth: int) -> dict:
     }  # two ListTrainingJobs and one CreateTrainingJob
 
 
+def _fair(fair: dict, fifo: dict) -> str:
+    """Items a fair-share pass reads (beyond a FIFO pass's, per active submitter) and its
+    DynamoDB calls (a Query per submitter's line)."""
+    per = (fair["items_read"] - fifo["items_read"]) / fair["submitters"]
+    return f"{fair['items_read']} (+{per:.2f} per submitter), {fair['dynamodb_calls']} calls"
+
+
 def cost_table(results: dict) -> str:
     rows = []
     for depth, r in results.items():
@@ -155,6 +173,7 @@ def cost_table(results: dict) -> str:
                 r["queue_with_shares"]["items_read"],
                 b["items_read"],
                 f"{b['items_read'] / q['items_read']:.0f}x",
+                _fair(r["queue_with_fair_share"], q),
                 q["items_written"],
                 b["items_written"],
                 q["dynamodb_calls"],
@@ -172,6 +191,7 @@ def cost_table(results: dict) -> str:
             "with shares",
             "blog: items read",
             "fewer",
+            "fair share, 100 submitters",
             "items written",
             "blog: written",
             "DynamoDB calls",

@@ -30,9 +30,7 @@ def fairness() -> dict:
         if meta.get("benchmark") != "fair share":
             continue
         jobs = read_workload(HERE / "workloads" / f"{name}.csv", meta["capacity"])
-        fifo = SimSettings(
-            meta["capacity"], stop_latency=STOP_LATENCY, start_latency=START_LATENCY
-        )
+        fifo = SimSettings(meta["capacity"], stop_latency=STOP_LATENCY, start_latency=START_LATENCY)
         fair = replace(fifo, policy=Policy(fair_share=FairShare(half_life_s=HALF_LIFE)))
         runs = {}
         for label, settings in (("first come, first served", fifo), ("fair share", fair)):

@@ -4,8 +4,8 @@
     python bench/run.py --quick    # smaller depths and no full-trace replay
     python bench/run.py --only checkpoints   # one section
 
-Writes bench/results/{quality,shares,fair_share,warm_pools,checkpoints,cost,calls,outlook,speed}.{md,json} and
-prints the tables.
+Writes bench/results/<section>.{md,json} (quality, shares, fair_share, warm_pools, checkpoints,
+cost, calls, outlook, speed) and prints the tables.
 """
 
 import argparse

@@ -133,7 +133,7 @@ class Actions:
             return False
         audit = AuditEntry(now, Action.POOL_RELEASED, released_for=release.for_job)
         try:
-            self.store.release_pool(pool, audit)
+            self.store.release_pool(pool, now, audit)
         except StaleState:
             raise StaleState(f"the warm pool of {pool.job} is no longer idle") from None
         logger.info(release.reason, extra={"job": pool.job, "sagemaker_job": pool.name})
@@ -289,7 +289,7 @@ class Actions:
             match decision:
                 case lifecycle.ForgetPool(why):
                     if pool.claimed_by is None:
-                        self.store.release_pool(pool)
+                        self.store.release_pool(pool, self.clock())
                     else:
                         self.store.drop_pool(pool)
                     logger.info(f"warm pool gone: {why}", extra=log)

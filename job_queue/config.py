@@ -11,9 +11,15 @@ from typing import TYPE_CHECKING
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
 from job_queue.errors import InvalidRequest
+from job_queue.fair_share_config import (
+    DEFAULT_LOOKAHEAD,
+    FairShareError,
+    parse_fair_share,
+)
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.scheduler.fair_share import FairShare, Usage
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import (
@@ -27,6 +33,7 @@ from job_queue.share_config import (
 
 if TYPE_CHECKING:
     from job_queue.store import Holders
+    from job_queue.store.accounts import Accounts
 
 
 class ConfigError(ValueError):
@@ -120,7 +127,8 @@ class Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
         FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY,
-        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS and CHECKPOINT_S3_URI."""
+        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS, CHECKPOINT_S3_URI and
+        FAIR_SHARE_HALF_LIFE_SECONDS, FAIR_SHARE_LOOKAHEAD_SECONDS, FAIR_SHARE_WEIGHTS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
         if not table_name:
@@ -171,6 +179,7 @@ class Settings:
                 warm_affinity_s=parse_seconds(
                     "WARM_AFFINITY_SECONDS", env.get("WARM_AFFINITY_SECONDS") or "0"
                 ),
+                fair_share=fair_share_setting(env),
             ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
             keep_alive_seconds=int(
@@ -275,8 +284,9 @@ class Layout:
         reserved = [r.count for plan in plans for r in plan.reservations]
         return max([self.capacity.get(itype, 0), *reserved])
 
-    def seen(self, held: Holders, now: float) -> Snapshot:
-        """What a pass sees in this layout, from the holders just read (``held``)."""
+    def seen(self, held: Holders, now: float, accounts: Accounts | None = None) -> Snapshot:
+        """What a pass sees in this layout, from the holders just read (``held``) and fair
+        share's accounts (``accounts``, when it is on)."""
         return Snapshot(
             now,
             self.capacity,
@@ -285,6 +295,7 @@ class Layout:
             held.outside,
             self.plans,
             self.shares,
+            usage=accounts.usage if accounts else Usage(),
         )
 
 
@@ -345,6 +356,27 @@ def parse_admins(text: str) -> tuple[str, ...]:
         return check_patterns([p.strip() for p in text.split(",") if p.strip()], "ADMIN_PRINCIPALS")
     except PatternError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def fair_share_setting(env: Mapping[str, str]) -> FairShare | None:
+    """FAIR_SHARE_HALF_LIFE_SECONDS (0 or unset: off), FAIR_SHARE_LOOKAHEAD_SECONDS (600)
+    and FAIR_SHARE_WEIGHTS (JSON)."""
+    try:
+        return parse_fair_share(
+            env.get("FAIR_SHARE_HALF_LIFE_SECONDS") or "0",
+            env.get("FAIR_SHARE_WEIGHTS", ""),
+            env.get("FAIR_SHARE_LOOKAHEAD_SECONDS") or str(DEFAULT_LOOKAHEAD),
+            FAIR_SHARE_VARIABLES,
+        )
+    except FairShareError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+FAIR_SHARE_VARIABLES = (
+    "FAIR_SHARE_HALF_LIFE_SECONDS",
+    "FAIR_SHARE_WEIGHTS",
+    "FAIR_SHARE_LOOKAHEAD_SECONDS",
+)
 
 
 def parse_seconds(variable: str, text: str) -> float:

@@ -59,7 +59,10 @@ class Dependencies:
         return cls(
             settings=settings,
             store=DynamoJobStore(
-                dynamodb, settings.table_name, settings.finished_retention_days * 86400
+                dynamodb,
+                settings.table_name,
+                settings.finished_retention_days * 86400,
+                settings.policy.fair_share,
             ),
             sagemaker=SageMakerGateway(sagemaker, settings.queue_name, sleep=sleep),
             clock=clock,

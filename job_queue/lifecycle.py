@@ -201,6 +201,7 @@ def pool_left(job: Job, found: TrainingJobStatus, now: float) -> WarmPool:
         since=since,
         expires_at=since + job.keep_alive,
         share=job.share,
+        submitter=job.submitter,
     )
 
 

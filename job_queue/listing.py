@@ -10,7 +10,9 @@ from job_queue import outlook, paging
 from job_queue.config import Layout, Settings
 from job_queue.scheduler import WaitingJob, positions
 from job_queue.scheduler.forecast import ExpectedStart, RunHistory
+from job_queue.scheduler.snapshot import Snapshot
 from job_queue.store import DynamoJobStore, Holders
+from job_queue.store.queue_reading import QueueReading
 from job_queue.store.table import UNCAPPED
 
 
@@ -31,30 +33,30 @@ class Listing:
 def list_page(
     store: DynamoJobStore,
     settings: Settings,
-    held: Holders,
-    layout: Layout,
+    viewed: tuple[Holders, Layout, Snapshot, QueueReading],
     history: RunHistory,
-    now: float,
     limit: int = paging.DEFAULT_LIMIT,
     token: str | None = None,
 ) -> Listing:
     """The page of ``token`` (None: the first): at most ``limit`` waiting jobs, read lazily,
-    so that a deep queue costs a page, not the whole queue."""
+    so that a deep queue costs a page, not the whole queue. ``viewed``: the holders, and
+    what a pass sees of them (:meth:`QueueService.view`). The page is in priority and
+    submission order; expected starts replay the pass's (fair-share) order."""
+    held, layout, seen, reading = viewed
     start = paging.page_start(token)
     # Jobs without a share too: queued before shares were set, they still wait.
     partitions = [None, *(s.name for s in layout.shares)]
     # Jobs on uncapped types only wait only while a refused start backs off: shown too.
     types = [*layout.capacity, *([UNCAPPED] if layout.uncapped else [])]
-    reader = store.waiting(types, shares=partitions, after=start.after)
+    reader = store.waiting(types, shares=partitions, after=start.after, lines=reading.lines)
     page = list(itertools.islice(reader, limit + 1))
     more = len(page) > limit
     page = page[:limit]
     before = sum(start.line.single.values()) + len(start.line.multi)
     places = positions(page, start.line)
     whole = start.after is None and not more  # the page is the whole queue
-    seen = layout.seen(held, now)
     expected = outlook.expected_starts(
-        store.reading(), settings.policy, seen, history, page if whole else None
+        reading, settings.policy, seen, history, page if whole else None
     )
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.

@@ -160,6 +160,8 @@ class Job:
     training_plan: str | None = None  # its current attempt runs on this training plan (ARN)
     helpers: Demand = field(default_factory=dict)  # uncapped instances: shown, never counted
     submitted_by: str | None = None  # the caller's IAM ARN (None: queued before it was kept)
+    submitter: str | None = None  # whom fair share charges (fair-share-id, or the principal)
+    in_line: bool = False  # it waits in its submitter's own line (fair share was on)
     checkpoint: Checkpointing | None = None  # how it saves its progress (its checkpoint tag)
     history: tuple[AuditEntry, ...] = ()  # who did what, oldest first
 

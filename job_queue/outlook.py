@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from job_queue.models import Job
-from job_queue.scheduler import Policy, WaitingJob, forecast, positions, queue_order
+from job_queue.scheduler import Policy, WaitingJob, forecast, positions
 from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory, partition
 from job_queue.scheduler.snapshot import Snapshot
 from job_queue.store.queue_reading import QueueReading
@@ -62,19 +62,20 @@ def waiting_within_horizon(reading: QueueReading, seen: Snapshot) -> list[Waitin
 
 
 def settled_places(waiting: Sequence[WaitingJob]) -> dict[str, int]:
-    """The places in line (``waiting`` read in queue order, each partition up to the
-    horizon) that the read settles: those of jobs ahead of every unread job they compete
-    with."""
+    """The places in line (``waiting`` in the order a pass takes them, each partition read
+    up to the horizon) that the read settles: those of jobs ahead of every unread job they
+    compete with. A partition's unread jobs come after the last one read of it, in queue
+    order as in fair-share order."""
     read: Counter[tuple[str, str | None]] = Counter()
-    last: dict[tuple[str, str | None], tuple[int, int]] = {}
-    for job in waiting:
+    last: dict[tuple[str, str | None], int] = {}
+    for index, job in enumerate(waiting):
         read[partition(job)] += 1
-        last[partition(job)] = queue_order(job)
+        last[partition(job)] = index
     cut = {p: last[p] for p, n in read.items() if n >= HORIZON}  # it may go on unread
     places = {}
-    for job, place in zip(waiting, positions(waiting), strict=True):
+    for index, (job, place) in enumerate(zip(waiting, positions(waiting), strict=True)):
         competing = [(t, job.share) for t in job.demand] + [("*", job.share)]
-        if all(p not in cut or queue_order(job) <= cut[p] for p in competing):
+        if all(p not in cut or index <= cut[p] for p in competing):
             places[job.name] = place
     return places
 

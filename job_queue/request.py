@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from job_queue import tags, warm_pools
 from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
+from job_queue.fair_share_config import FAIR_SHARE_ID
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Checkpointing, Demand
 
 MAX_BODY_BYTES = 256 * 1024
@@ -41,6 +42,7 @@ class Submission:
     request_hash: str
     share: str | None = None  # the ``share`` tag, if any
     checkpoint: Checkpointing | None = None  # the ``checkpoint`` tag, if any
+    fair_share_id: str | None = None  # the ``fair-share-id`` tag, if any
     groups: bool = False  # the demand comes from ResourceConfig.InstanceGroups
 
     @property
@@ -116,6 +118,7 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
         priority=priority,
         share=share_of(request.get("Tags")),
         checkpoint=checkpoint_of(request),
+        fair_share_id=fair_share_id_of(request.get("Tags")),
         demand=demand,
         request=request,
         request_hash=hashlib.sha256(
@@ -166,6 +169,20 @@ def share_of(request_tags: object) -> str | None:
     value = tags.value(request_tags, tags.SHARE)
     if not isinstance(value, str) or not value:
         raise InvalidRequest.must(f"Tags.{tags.SHARE}", f"be a share's name, got {value!r}")
+    return value
+
+
+def fair_share_id_of(request_tags: object) -> str | None:
+    """The ``fair-share-id`` tag's value, if there is one: a project's name."""
+    if not any(t["Key"] == tags.FAIR_SHARE_ID for t in request_tags or ()):
+        return None
+    value = tags.value(request_tags, tags.FAIR_SHARE_ID)
+    if not isinstance(value, str) or not FAIR_SHARE_ID.match(value):
+        raise InvalidRequest.must(
+            f"Tags.{tags.FAIR_SHARE_ID}",
+            "be letters, digits and _.:/=+@-, up to 128, starting with a letter or digit, "
+            f"got {value!r}",
+        )
     return value
 
 

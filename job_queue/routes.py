@@ -14,6 +14,7 @@ from job_queue.paging import parse_limit
 from job_queue.request import parse_body, parse_json
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
+from job_queue.usage_view import usage_view
 from job_queue.views import (
     active_row,
     iso,
@@ -98,6 +99,11 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     def replace_shares():
         service.set_shares(parse_json(app.current_event.body), caller())
         return shares()
+
+    @app.get("/usage")
+    def list_usage():
+        seen, accounts = service.usage()
+        return _json(200, usage_view(seen, accounts, service.settings.policy.fair_share))
 
     @app.get("/jobs/<name>")
     def get_job(name: str):

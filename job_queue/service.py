@@ -30,14 +30,17 @@ from job_queue.scheduler import (
     ActiveJob,
     LostWork,
     Plan,
+    fair_share,
 )
 from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
-from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
+from job_queue.scheduler.snapshot import OutsideJob, Snapshot, WarmPool, after, started_names
 from job_queue.scheduling import Scheduled, plan_pass
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
+from job_queue.store.accounts import Accounts
+from job_queue.store.queue_reading import QueueReading
 
 logger = Logger(child=True)
 
@@ -116,6 +119,7 @@ class QueueService:
             request_hash=submission.request_hash,
             share=share,
             submitted_by=caller.arn,
+            submitter=submission.fair_share_id or caller.principal,
             history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
             checkpoint=submission.checkpoint,
         )
@@ -151,8 +155,18 @@ class QueueService:
         if not job.state.is_waiting:
             return Outlook()
         held, history = read or self.store.holders_and_history()
-        seen = self.layout(held).seen(held, self.clock())
-        return outlook_of(self.store.reading(), self.settings.policy, seen, job, history)
+        _, seen, reading = self.view(held)
+        return outlook_of(reading, self.settings.policy, seen, job, history)
+
+    def view(self, held: Holders) -> tuple[Layout, Snapshot, QueueReading]:
+        """What a pass sees from the holders just read (``held``): the layout, the snapshot
+        (with fair share's usage), and a reading of the queue in the pass's order."""
+        layout = self.layout(held)
+        accounts = self.store.accounts(held)
+        seen = layout.seen(held, self.clock(), accounts)
+        fair = self.settings.policy.fair_share
+        standing = fair_share.standings(seen, fair) if fair else None
+        return layout, seen, self.store.reading(accounts, standing)
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
@@ -163,9 +177,9 @@ class QueueService:
     def listing(self, limit: int, token: str | None = None) -> Listing:
         """One page of the queue: the holders, and ``limit`` waiting jobs from ``token``."""
         held, history = self.store.holders_and_history()
-        layout = self.layout(held)
+        layout, seen, reading = self.view(held)
         return list_page(
-            self.store, self.settings, held, layout, history, self.clock(), limit, token
+            self.store, self.settings, (held, layout, seen, reading), history, limit, token
         )
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
@@ -177,8 +191,16 @@ class QueueService:
         holders = [*held.jobs, *held.idle_pools(now)]
         usage = usage_with_plans(layout.shares, holders, layout.plans, now)
         types = list(layout.capacity)
-        waiting = {s.name: self.store.depth(types, s.name) for s in layout.shares}
+        accounts = self.store.accounts(held)
+        waiting = {s.name: self.store.depth(types, s.name, accounts) for s in layout.shares}
         return layout, usage, waiting, held
+
+    def usage(self) -> tuple[Snapshot, Accounts | None]:
+        """What fair share sees now: the snapshot (what holds instances, the usage of work
+        that ended) and the accounts (None: fair share was never on)."""
+        held = self.store.holders()
+        accounts = self.store.accounts(held)
+        return self.layout(held).seen(held, self.clock(), accounts), accounts
 
     def set_shares(self, value: object, caller: Caller) -> Layout:
         """Replace the quota shares without a deployment (admins only), then schedule: a
@@ -323,11 +345,11 @@ class QueueService:
                 # sweep looks again. One holder must not stop the sweep for the others.
                 name = getattr(holder, "job", None) or holder.name
                 logger.warning(f"could not check now: {exc}", extra={"job": name})
-        layout = self.layout(held)
-        self.report.queue_depth = self.store.depth(list(layout.capacity))
+        layout, accounts = self.layout(held), self.store.accounts(held)
+        self.report.queue_depth = self.store.depth(list(layout.capacity), None, accounts)
         for share in layout.shares:
             self.report.waiting_by_share[share.name] = self.store.depth(
-                list(layout.capacity), share.name
+                list(layout.capacity), share.name, accounts
             )
         if layout.shares:
             self.report.queue_depth += sum(self.report.waiting_by_share.values())
@@ -359,8 +381,7 @@ class QueueService:
         def pass_once() -> Scheduled:
             nonlocal held, last
             current, held = held or self.store.holders(), None  # a retry reads them anew
-            layout = self.layout(current)
-            seen, reading = layout.seen(current, self.clock()), self.store.reading()
+            layout, seen, reading = self.view(current)
             last = Scheduled(Plan(), seen, reading)
             self.report.record_usage(seen.active, seen.pools, layout, seen.outside, seen.now)
             lost_work = LostWork(seen.now, self._saved_at)

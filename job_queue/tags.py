@@ -5,7 +5,9 @@ A user sets these tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSessi
 * ``priority`` — an integer, higher runs first (0 without one);
 * ``share`` — the job's quota share, when the queue has shares;
 * ``checkpoint`` — how it saves its progress: ``on-stop`` (when SageMaker stops it) or an
-  interval in seconds; the queue then preempts the job that would lose least first.
+  interval in seconds; the queue then preempts the job that would lose least first;
+* ``fair-share-id`` — whom the job's use is charged to when fair share is on (a project's
+  name); without it, the caller's identity (a role session counts as its role).
 
 The queue adds three to every SageMaker job it starts, so that a state-change event finds its
 way back to the queued job (and the EventBridge rule matches only this queue's jobs):
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Mapping
 PRIORITY = "priority"
 SHARE = "share"
 CHECKPOINT = "checkpoint"
+FAIR_SHARE_ID = "fair-share-id"
 QUEUE = "training-job-queue:queue"
 JOB = "training-job-queue:job"
 ATTEMPT = "training-job-queue:attempt"

@@ -121,6 +121,11 @@ class QueueClient:
         """GET /shares: the quota shares, their use per instance type, their waiting jobs."""
         return self._call("GET", "/shares")
 
+    def usage(self) -> dict:
+        """GET /usage: fair share's usage, weight and standing per submitter, and who is
+        next."""
+        return self._call("GET", "/usage")
+
     def set_shares(self, shares: list) -> dict:
         """PUT /shares: replace the quota shares (a shares file's list) without deploying."""
         return self._call("PUT", "/shares", shares)

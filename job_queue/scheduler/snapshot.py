@@ -79,6 +79,7 @@ class WaitingJob:
     checkpoint: Checkpointing | None = None  # how it saves its progress (None: not declared)
     checkpoint_uri: str | None = None  # where, when it saves at an interval (CheckpointConfig)
     submitter: str | None = None  # whom its use is charged to, for fair share
+    in_line: bool = False  # the table keeps it in its submitter's line (the pass ignores it)
 
 
 @dataclass(frozen=True)

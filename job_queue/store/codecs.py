@@ -33,6 +33,8 @@ def _place(job: Job | WaitingJob | ActiveJob) -> dict:
         item["share"] = job.share
     if job.helpers:
         item["helpers"] = dict(job.helpers)
+    if job.submitter is not None:
+        item["submitter"] = job.submitter
     return item
 
 
@@ -43,6 +45,7 @@ def _place_from(item: Mapping) -> dict:
         "demand": {itype: int(count) for itype, count in item["demand"].items()},
         "share": item.get("share"),
         "helpers": {itype: int(count) for itype, count in item.get("helpers", {}).items()},
+        "submitter": item.get("submitter"),
     }
 
 
@@ -80,9 +83,11 @@ def _checkpoint_from(item: Mapping) -> dict:
 
 
 def waiting_item(job: Job) -> dict:
-    """The entry that puts a waiting job in its partition, in queue order."""
+    """The entry that puts a waiting job in its partition (or its submitter's line), in queue
+    order."""
     return {
-        **waiting_key(job.demand, job.share, job.priority, job.seq),
+        **waiting_key(job),
+        **({"in_line": True} if job.in_line else {}),
         "name": job.name,
         **_place(job),
         "not_before": job.not_before,
@@ -105,6 +110,7 @@ def waiting_from_item(item: Mapping) -> WaitingJob:
         max_runtime=_optional_float(item.get("max_runtime")),
         warm_key=item.get("warm_key"),
         last_error=item.get("last_error"),
+        in_line=bool(item.get("in_line")),
         **_checkpoint_from(item),
     )
 
@@ -190,6 +196,7 @@ def warm_pool_entry(pool: WarmPool) -> dict:
         "share": pool.share,
         "claimed_by": pool.claimed_by,
         "claimed_at": pool.claimed_at,
+        "submitter": pool.submitter,
     }
     entry.update({k: v for k, v in optional.items() if v is not None})
     return entry
@@ -206,6 +213,7 @@ def warm_pool_from_entry(name: str, entry: Mapping) -> WarmPool:
         share=entry.get("share"),
         claimed_by=entry.get("claimed_by"),
         claimed_at=_optional_float(entry.get("claimed_at")),
+        submitter=entry.get("submitter"),
     )
 
 
@@ -251,6 +259,7 @@ def job_item(job: Job) -> dict:
         "warm_pool": job.warm_pool,
         "training_plan": job.training_plan,
         "submitted_by": job.submitted_by,
+        "in_line": job.in_line or None,
         "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
     }
     item.update({k: v for k, v in optional.items() if v is not None})
@@ -278,6 +287,7 @@ def job_from_item(item: Mapping) -> Job:
         warm_pool=item.get("warm_pool"),
         training_plan=item.get("training_plan"),
         submitted_by=item.get("submitted_by"),
+        in_line=bool(item.get("in_line")),
         history=tuple(_audit_from(entry) for entry in item.get("history", [])),
         checkpoint=_job_checkpoint(item),
     )

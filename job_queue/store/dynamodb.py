@@ -7,6 +7,7 @@ expected state; a lost race raises :class:`~job_queue.errors.StaleState`.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from botocore.exceptions import ClientError
@@ -14,8 +15,10 @@ from botocore.exceptions import ClientError
 from job_queue.errors import StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.scheduler import WaitingJob
+from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
+from job_queue.store.accounts import LineKeeping, line_of
 from job_queue.store.notes import HolderNotes
 from job_queue.store.reads import Holders, TableReads, _code
 from job_queue.store.runs import RunTimes
@@ -28,7 +31,7 @@ _IDLE_POOL = "attribute_exists(pools.#pool) AND attribute_not_exists(pools.#pool
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads, RunTimes, HolderNotes):
+class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
     """Reads and conditional writes of the queue table.
 
     Example::
@@ -39,18 +42,29 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
             ...
     """
 
-    def __init__(self, client, table_name: str, retention_seconds: float = 30 * 86400) -> None:
-        super().__init__(client, table_name)
+    def __init__(
+        self,
+        client,
+        table_name: str,
+        retention_seconds: float = 30 * 86400,
+        fair_share: FairShare | None = None,
+    ) -> None:
+        """``fair_share``: the policy when fair share is on. Jobs then wait in their
+        submitters' lines, and the usage of the work that ends is added to their accounts."""
+        super().__init__(client, table_name, fair_share)
         self._retention = retention_seconds
+        self._lines_marked = False
 
     # -- transitions ---------------------------------------------------------------------
 
     def add(self, job: Job) -> bool:
         """Queue a new job. False if a job of that name already exists."""
+        job = self._placed(job)
         try:
             self._transact(
                 table.put(codecs.job_item(job), "attribute_not_exists(pk)"),
                 table.put(codecs.waiting_item(job)),
+                *self._accounts({line_of(job): 1}),
             )
         except StaleState:
             return False
@@ -97,6 +111,7 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
                 table.job_key(job.name), job_update, "#state IN (:pending, :preempted)", values
             ),
             table.delete(_waiting_key(job), "attribute_exists(pk)"),
+            *self._accounts({line_of(job): -1}),
             table.update(
                 POOL_KEY,
                 holders,
@@ -184,6 +199,17 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
             fields["attempts"] = codecs.attempts_value(fields["attempts"])
         if to_state.is_finished:
             fields.update(ended_at=now, **{TTL_ATTRIBUTE: int(now + self._retention)})
+        waiting = None
+        if to_state.is_waiting:
+            waiting = self._placed(
+                replace(
+                    job,
+                    state=to_state,
+                    not_before=changes.get("not_before", 0.0),
+                    last_error=changes.get("last_error", job.last_error),
+                )
+            )
+            fields["in_line"] = waiting.in_line
         # No version bump: freeing instances cannot overrun capacity (a pass that still
         # counts them only starts less, and this settle's own pass follows), and a pool only
         # takes over the job's instances.
@@ -208,25 +234,22 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
                 {"#name": job.name, **names},
             ),
         ]
-        if to_state.is_waiting:
-            waiting = replace(
-                job,
-                state=to_state,
-                not_before=changes.get("not_before", 0.0),
-                last_error=changes.get("last_error", job.last_error),
-            )
+        line = {}
+        if waiting is not None:
             actions.append(table.put(codecs.waiting_item(waiting)))
-        self._transact(*actions)
+            line = {line_of(waiting): 1}
+        self._transact(*actions, *self._accounts(line, self._attempt_usage(job, changes, now)))
 
     # -- warm pools ------------------------------------------------------------------------
 
-    def release_pool(self, pool: WarmPool, audit: AuditEntry | None = None) -> None:
+    def release_pool(self, pool: WarmPool, now: float, audit: AuditEntry | None = None) -> None:
         """An idle pool was released (or SageMaker ended it): its instances are free. No
         version bump: a pass that still counts them only starts less; one that plans to start
         a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
         added to the trail of the job that left the pool, in the same transaction."""
         writes = [
-            table.update(POOL_KEY, "REMOVE pools.#pool", _IDLE_POOL, {}, {"#pool": pool.name})
+            table.update(POOL_KEY, "REMOVE pools.#pool", _IDLE_POOL, {}, {"#pool": pool.name}),
+            *self._accounts({}, self._pool_usage(pool, min(now, pool.expires_at))),
         ]
         if audit is not None:
             clause, values = table.append_history(codecs.audit_value(audit))
@@ -239,7 +262,9 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
 
     def drop_pool(self, pool: WarmPool) -> None:
         """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
-        moved it) or SageMaker ended it. Its instances were counted by the claimer."""
+        moved it) or SageMaker ended it. Its instances were counted by the claimer (its idle
+        time until the claim is charged now)."""
+        until = pool.claimed_at if pool.claimed_at is not None else pool.since
         self._transact(
             table.update(
                 POOL_KEY,
@@ -247,7 +272,8 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
                 "pools.#pool.claimed_by = :by",
                 {":by": pool.claimed_by},
                 {"#pool": pool.name},
-            )
+            ),
+            *self._accounts({}, self._pool_usage(pool, until)),
         )
 
     def unclaim_pool(self, pool: WarmPool) -> None:
@@ -316,25 +342,29 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
                 audit=codecs.audit_value(audit),
             ),
             table.delete(_waiting_key(job), "attribute_exists(pk)"),
+            *self._accounts({line_of(job): -1}),
         )
 
     def change_priority(self, job: Job, priority: int, now: float, audit: AuditEntry) -> None:
         """Set a waiting or active job's priority; a waiting job keeps its submission order."""
         condition = "#state = :expected_state AND priority = :old"
         expected = {":expected_state": job.state.value, ":old": job.priority}
+        moved = self._placed(replace(job, priority=priority)) if job.state.is_waiting else job
         new_priority = table.set_fields(
             table.job_key(job.name),
-            {"priority": priority, "updated_at": now},
+            {"priority": priority, "updated_at": now, "in_line": moved.in_line},
             condition,
             expected,
             audit=codecs.audit_value(audit),
         )
         if job.state.is_waiting:
-            moved = replace(job, priority=priority)
+            lines = Counter({line_of(job): -1})
+            lines[line_of(moved)] += 1
             self._transact(
                 new_priority,
                 table.delete(_waiting_key(job), "attribute_exists(pk)"),
                 table.put(codecs.waiting_item(moved)),
+                *self._accounts(lines),
             )
         else:
             self._transact(
@@ -346,6 +376,7 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
         """Write waiting jobs without transactions: for benchmarks and tests that need a deep
         queue fast. Not for live use (it checks nothing). Later submissions come after them:
         the sequence moves past their ``seq``."""
+        jobs = [self._placed(job) for job in jobs]
         items = [item for job in jobs for item in (codecs.job_item(job), codecs.waiting_item(job))]
         for start in range(0, len(items), 25):
             chunk = items[start : start + 25]
@@ -353,6 +384,8 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
             pending = {self._table: batch}
             while pending:
                 pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems")
+        for action in self._accounts(Counter(line_of(job) for job in jobs)):
+            self._db.update_item(TableName=self._table, **action["Update"])
         top = max((job.seq for job in jobs), default=0)
         try:
             self._db.update_item(
@@ -402,4 +435,4 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes):
 
 
 def _waiting_key(job: Job | WaitingJob) -> dict:
-    return table.waiting_key(job.demand, job.share, job.priority, job.seq)
+    return table.waiting_key(job)

@@ -6,17 +6,24 @@ A pass reads the queue only as far as it can start jobs; the answer to a submiss
 place in line, its expected start) reads further, up to the replay's horizon. With one
 reading for both, the answer starts where the pass stopped instead of reading the same
 pages again. A reading is a moment's view: a pass that lost a race takes a new one.
+
+With fair share, a partition's jobs wait in their submitters' lines (and, queued before it
+was on, in the partition itself): a reading merges the lines' heads -- by priority and
+submission while fair share is off, in fair-share order while it is on -- so that it reads
+a page of each line, never the whole queue.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from job_queue.scheduler import WaitingJob
-from job_queue.store.table import MULTI_TYPE, partition
+from job_queue.scheduler.fair_share import Standings, in_line
+from job_queue.store.table import MULTI_TYPE, line_partition, partition
 
 FIRST_PAGE = 8  # waiting entries per Query; doubles while a reader reads on
+LINE_FIRST_PAGE = 1  # of a submitter's line: a pass needs its head, a page more if it starts
 MAX_PAGE = 256
 
 # One Query page of a partition: (partition, behind this sort key, from this key, limit) ->
@@ -29,12 +36,12 @@ ReadPage = Callable[
 class _Cursor:
     """One partition's entries as read so far, and where to read on."""
 
-    def __init__(self, read_page: ReadPage, name: str, after: str | None) -> None:
+    def __init__(self, read_page: ReadPage, name: str, after: str | None, first: int) -> None:
         self._read_page, self._name, self._after = read_page, name, after
         self._entries: list[tuple[str, WaitingJob]] = []
         self._next: dict | None = None
         self._ended = False
-        self._limit = FIRST_PAGE
+        self._limit = first
 
     def entries(self, wanted: Callable[[], bool], expect: int) -> Iterator[tuple[str, WaitingJob]]:
         """The partition in order: what was read, then a page more each time the reader
@@ -57,10 +64,30 @@ class _Cursor:
 class QueueReading:
     """Waiting jobs in queue order, read lazily and shared by this reading's readers."""
 
-    def __init__(self, read_page: ReadPage, after: str | None = None) -> None:
-        """``after``: only the jobs behind this sort key (a page of GET /jobs)."""
+    def __init__(
+        self,
+        read_page: ReadPage,
+        after: str | None = None,
+        lines: Mapping[str, Sequence[str]] | None = None,
+        standing: Standings | None = None,
+    ) -> None:
+        """``after``: only the jobs behind this sort key (a page of GET /jobs). ``lines``:
+        partition -> the submitters with jobs in a line of it; ``standing``: fair share's,
+        to merge the lines by (None: by priority and submission)."""
         self._read_page, self._after = read_page, after
+        self._lines, self._standing = lines or {}, standing
         self._cursors: dict[str, _Cursor] = {}
+
+    @property
+    def lines(self) -> Mapping[str, Sequence[str]]:
+        """The submitters' lines this reading reads (partition -> submitters)."""
+        return self._lines
+
+    def _cursor(self, name: str, first: int) -> _Cursor:
+        cursor = self._cursors.get(name)
+        if cursor is None:
+            cursor = self._cursors[name] = _Cursor(self._read_page, name, self._after, first)
+        return cursor
 
     def waiting(
         self,
@@ -80,17 +107,31 @@ class QueueReading:
         pages as it can.
         """
         types = [*instance_types, MULTI_TYPE] if multi else list(instance_types)
-        streams = []
+        plains, lines = [], {}
         for share in shares:
             for itype in types:
                 name = partition(itype, share)
-                cursor = self._cursors.get(name)
-                if cursor is None:
-                    cursor = self._cursors[name] = _Cursor(self._read_page, name, self._after)
                 wanted = (lambda t=itype, s=share: is_open(t, s)) if is_open else _always
-                streams.append(cursor.entries(wanted, expect))
-        for _, job in heapq.merge(*streams, key=lambda entry: entry[0]):
-            yield job
+                plains.append((name, self._cursor(name, FIRST_PAGE).entries(wanted, expect)))
+                for who in self._lines.get(name, ()):
+                    cursor = self._cursor(line_partition(name, who), LINE_FIRST_PAGE)
+                    lines[name, who] = [cursor.entries(wanted, expect)]
+        if self._standing is None:
+            streams = [stream for _, stream in plains] + [s for ss in lines.values() for s in ss]
+            yield from _jobs(streams)
+            return
+        for name, stream in plains:
+            # Jobs queued while fair share was off wait in the partition itself: each
+            # submitter's join the head of its line (a partition that only empties).
+            for entry in stream:
+                lines.setdefault((name, entry[1].submitter), []).append(iter([entry]))
+        yield from in_line([_jobs(streams) for streams in lines.values()], self._standing)
+
+
+def _jobs(streams: Iterable[Iterator[tuple[str, WaitingJob]]]) -> Iterator[WaitingJob]:
+    """The jobs of sorted (sort key, job) streams, merged in sort-key order."""
+    for _, job in heapq.merge(*streams, key=lambda entry: entry[0]):
+        yield job
 
 
 def _always() -> bool:

@@ -14,10 +14,12 @@ from botocore.exceptions import ClientError
 
 from job_queue.models import Job
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.fair_share import FairShare, Standings
 from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
+from job_queue.store.accounts import ACCOUNT_PK, Accounts, accounts_from
 from job_queue.store.queue_reading import QueueReading
 from job_queue.store.runs import RUNS_KEY, history_from
 from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
@@ -40,6 +42,7 @@ class Holders:
     plans: tuple[TrainingPlan, ...] = ()  # the training plans as last read
     waiting_count: int | None = None  # waiting jobs as the last sweep counted them
     waiting_counted_at: float | None = None
+    lines: bool = False  # fair share was on once: jobs may wait in their submitters' lines
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -50,9 +53,10 @@ class Holders:
 class TableReads:
     """The reads of :class:`~job_queue.store.DynamoJobStore`."""
 
-    def __init__(self, client, table_name: str) -> None:
+    def __init__(self, client, table_name: str, fair_share: FairShare | None = None) -> None:
         self._db = client
         self._table = table_name
+        self._fair = fair_share
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -119,24 +123,60 @@ class TableReads:
         shares: Sequence[str | None] = (None,),
         after: tuple[int, int] | None = None,
         multi: bool = True,
+        lines: Mapping[str, Sequence[str]] | None = None,
     ) -> Iterator[WaitingJob]:
-        """Waiting jobs of these instance types and shares in queue order, read lazily page
-        by page (``after``: only those behind the job of that priority and seq); see
+        """Waiting jobs of these instance types and shares in (priority, submission) order,
+        read lazily page by page (``after``: only those behind the job of that priority and
+        seq; ``lines``: the submitters' lines to read too, :attr:`Accounts.lines`); see
         :meth:`QueueReading.waiting`."""
         start = None if after is None else table.order_key(*after)
-        reading = QueueReading(self._waiting_page, start)
+        reading = QueueReading(self._waiting_page, start, lines)
         return reading.waiting(instance_types, is_open, shares, multi)
 
-    def reading(self) -> QueueReading:
+    def reading(
+        self, accounts: Accounts | None = None, standing: Standings | None = None
+    ) -> QueueReading:
         """A reading of the waiting queue that several readers share (one pass and the
-        answer that follows it)."""
-        return QueueReading(self._waiting_page)
+        answer that follows it): with ``accounts``, the submitters' lines too, in fair-share
+        order by ``standing`` if given."""
+        lines = accounts.lines if accounts else {}
+        return QueueReading(self._waiting_page, lines=lines, standing=standing)
 
-    def depth(self, instance_types: list[str], share: str | None = None) -> int:
-        """How many jobs (of a share) wait, counted without reading them."""
+    def accounts(self, held: Holders) -> Accounts | None:
+        """Fair share's accounts (one Query), if fair share is on or was (None: it never
+        was, so no job waits in a line)."""
+        if self._fair is None and not held.lines:
+            return None
+        query = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": ACCOUNT_PK},
+        }
+        items = [table.de(raw) for page in self._pages(query) for raw in page.get("Items", [])]
+        return accounts_from(items, self._fair)
+
+    def mark_lines(self) -> None:
+        """Note in the holders item that jobs may wait in submitters' lines, before the first
+        does: a queue that turns fair share off then still reads them."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET fair_lines = :yes, version = if_not_exists(version, :zero), "
+            "active = if_not_exists(active, :none), pools = if_not_exists(pools, :none), "
+            "outside = if_not_exists(outside, :none)",
+            ExpressionAttributeValues=table.ser({":yes": True, ":zero": 0, ":none": {}}),
+        )
+
+    def depth(
+        self, instance_types: list[str], share: str | None = None, accounts: Accounts | None = None
+    ) -> int:
+        """How many jobs (of a share) wait, counted without reading them (those in lines as
+        their accounts count them)."""
         partitions = [table.partition(t, share) for t in [*instance_types, MULTI_TYPE]]
         # A metric: eventually consistent reads cost half.
-        return sum(self._count_before(p, "~", consistent=False) for p in partitions)
+        plain = sum(self._count_before(p, "~", consistent=False) for p in partitions)
+        if accounts is None:
+            return plain
+        return plain + sum(accounts.in_line(p) for p in partitions)
 
     def next_seq(self) -> int:
         result = self._db.update_item(
@@ -210,6 +250,7 @@ def _holders_from(holders: Mapping) -> Holders:
         plans=codecs.plans_from(holders.get("plans", {})),
         waiting_count=holders.get("waiting_count"),
         waiting_counted_at=holders.get("waiting_counted_at"),
+        lines=bool(holders.get("fair_lines")),
     )
 
 

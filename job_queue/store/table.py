@@ -7,7 +7,13 @@ Items (``pk`` / ``sk``):
   per instance type (``WAITING#*`` for jobs that need several types), and with quota shares
   per share too (``WAITING#<instance type>#<share>``). The sort key orders it: priority
   high to low, then submission order. A strongly consistent Query reads a queue in order
-  without a Scan, and only as far as the scheduler needs.
+  without a Scan, and only as far as the scheduler needs. With fair share on, each
+  submitter's jobs wait in a line of their own (``<partition>@<submitter>``), so that a
+  pass reads the head of each line, not the whole queue.
+* ``ACCOUNT`` / ``<submitter>`` (or ``#share:<name>``) — fair share's accounts
+  (:mod:`~job_queue.store.accounts`): how many jobs wait in each of the submitter's lines,
+  and the decayed usage of the work that ended, both kept with ADD in the transactions that
+  queue, start and end jobs.
 * ``POOL`` / ``POOL`` — what holds instances, with a version number: the jobs (``active``)
   and the warm pools SageMaker kept of their instances (``pools``, by the SageMaker job that
   left each). Every change of what holds capacity is a transaction that includes this item.
@@ -23,10 +29,15 @@ Items (``pk`` / ``sk``):
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from job_queue.models import MAX_PRIORITY, Demand
+
+if TYPE_CHECKING:
+    from job_queue.models import Job
+    from job_queue.scheduler import WaitingJob
 
 POOL_KEY = {"pk": "POOL", "sk": "POOL"}
 SEQ_KEY = {"pk": "SEQ", "sk": "SEQ"}
@@ -70,9 +81,16 @@ def queue_partition(demand: Demand, share: str | None = None) -> str:
     return partition(next(iter(demand)) if len(demand) == 1 else MULTI_TYPE, share)
 
 
-def waiting_key(demand: Demand, share: str | None, priority: int, seq: int) -> dict:
-    """The key of a job's entry in its waiting partition."""
-    return {"pk": queue_partition(demand, share), "sk": order_key(priority, seq)}
+def line_partition(plain: str, submitter: str) -> str:
+    """The waiting partition of one submitter's jobs of partition ``plain`` (fair share)."""
+    return f"{plain}@{submitter}"
+
+
+def waiting_key(job: Job | WaitingJob) -> dict:
+    """The key of a job's entry: in its partition, or (``in_line``) its submitter's line."""
+    plain = queue_partition(job.demand, job.share)
+    where = line_partition(plain, job.submitter) if job.in_line and job.submitter else plain
+    return {"pk": where, "sk": order_key(job.priority, job.seq)}
 
 
 def append_history(entry: dict) -> tuple[str, dict]:
@@ -95,12 +113,17 @@ def delete(key: dict, condition: str) -> dict:
     return {"Delete": {"Key": ser(key), "ConditionExpression": condition}}
 
 
-def update(key: dict, expression: str, condition: str, values: dict, names: dict | None = None):
-    action = {"Key": ser(key), "UpdateExpression": expression, "ConditionExpression": condition}
+def update(
+    key: dict, expression: str, condition: str | None, values: dict, names: dict | None = None
+):
+    """An Update action (``condition`` None: unconditional, as an ADD to a counter)."""
+    action = {"Key": ser(key), "UpdateExpression": expression}
+    if condition:
+        action["ConditionExpression"] = condition
     if values:
         action["ExpressionAttributeValues"] = ser(values)
     all_names = {**(names or {})}
-    if "#state" in expression or "#state" in condition:
+    if "#state" in expression or "#state" in (condition or ""):
         all_names["#state"] = "state"
     if all_names:
         action["ExpressionAttributeNames"] = all_names

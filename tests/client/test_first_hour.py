@@ -106,12 +106,26 @@ def test_smq_status_piped_to_head_prints_the_first_line(local_env):
         ),
         (["--allowed-role", "notanarn"], "--allowed-role: 'notanarn' is not an IAM role ARN"),
         (["--default-share", "vision"], "--default-share: 'vision' is not a share"),
+        (["--fair-share-half-life", "-1"], "--fair-share-half-life must be 0 or more"),
+        (["--fair-share-half-life", "a day"], "--fair-share-half-life must be a number"),
+        (
+            ["--fair-share-half-life", "60", "--fair-share-lookahead", "0"],
+            "--fair-share-lookahead must be more than 0",
+        ),
+        (
+            ["--fair-share-half-life", "60", "--fair-share-weights", "WEIGHTS"],
+            "--fair-share-weights: the weight of alice must be more than 0, got 0",
+        ),
+        (["--fair-share-weights", "nowhere.json"], "--fair-share-weights nowhere.json"),
     ],
 )
 def test_local_api_refuses_flags_the_deployed_queue_would_refuse(
-    capsys, shares_file, argv, message
+    capsys, shares_file, tmp_path, argv, message
 ):
-    argv = [shares_file if arg == "SHARES" else arg for arg in argv]
+    weights = tmp_path / "weights.json"
+    weights.write_text('{"alice": 0}')
+    named = {"SHARES": shares_file, "WEIGHTS": str(weights)}
+    argv = [named.get(arg, arg) for arg in argv]
     code, out, err = smq(capsys, "local-api", "--port", "0", *argv)
     assert code == 1 and "local API is up" not in out
     assert message in err and len(err.strip().splitlines()) == 1

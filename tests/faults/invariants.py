@@ -84,7 +84,7 @@ def _idle_while_waiting(world) -> list[str]:
             for j in sagemaker.jobs.values()
             if j.status in _HOLDING and not j.plan
         )
-        head = next(iter(world.store.waiting([itype])), None)
+        head = next(iter(world.store.waiting([itype], lines=_lines(world))), None)
         if head is None or head.not_before > now or set(head.demand) != {itype}:
             continue
         if head.demand[itype] <= cap - held:
@@ -92,6 +92,21 @@ def _idle_while_waiting(world) -> list[str]:
                 f"{head.name} waits for {head.demand[itype]} x {itype}, and {cap - held} are idle"
             )
     return found
+
+
+def _lines(world) -> dict:
+    accounts = world.store.accounts(world.store.holders())
+    return accounts.lines if accounts else {}
+
+
+def _accounts_agree(world) -> list[str]:
+    """Fair share's accounts count no job waiting once none waits: every write that queued
+    or started a job counted it, once."""
+    accounts = world.store.accounts(world.store.holders())
+    return [
+        f"{who}'s account counts {n} jobs waiting in {plain}, and none waits"
+        for (plain, who), n in sorted((accounts.counts if accounts else {}).items())
+    ]
 
 
 def all_ended(world) -> bool:
@@ -130,7 +145,7 @@ def at_the_end(world) -> list[str]:
             found.append(f"{name} ended {job.state}{why}, not {ended}")
         found += _attempts_as_sagemaker_saw(name, job, ran[name])
         found += _audit_trail(name, job)
-    return found
+    return found + _accounts_agree(world)
 
 
 def _attempts_as_sagemaker_saw(name, job, ran) -> list[str]:

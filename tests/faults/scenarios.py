@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from tjq.local.cloud import training_request
 
 from job_queue import tags
-from job_queue.scheduler import Share, Strategy
+from job_queue.scheduler import Policy, Share, Strategy
+from job_queue.scheduler.fair_share import FairShare
 from tests.faults.wire import Outage
 from tests.faults.world import World
 
@@ -135,6 +136,20 @@ def _started_outside(world: World) -> None:
     world.cloud.sagemaker_client.create_training_job(**_outside_job("notebook"))
 
 
+def _by(name: str, submitter: str, priority: int = 1) -> dict:
+    """A job whose use fair share charges to ``submitter`` (its fair-share-id tag)."""
+    request = job(name, priority)
+    request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": submitter})
+    return request
+
+
+def _two_submitters(world: World) -> None:
+    """Alice's a and b run, her c waits, and bob's d waits (fair share: d is next)."""
+    for name in ("a", "b", "c"):
+        world.submit(_by(name, "alice"))
+    world.submit(_by("d", "bob"))
+
+
 def _is(event: dict, job_name: str, status: str) -> bool:
     """Whether ``event`` says that an attempt of ``job_name`` (or the outside job of that
     name) is now ``status``."""
@@ -182,6 +197,7 @@ TEAMS = (
     Share("nlp", {P5: 1}, strategy=Strategy.LEND),
 )
 ADMIN = "arn:aws:iam::123456789012:user/testing"
+FAIR = {"policy": Policy(fair_share=FairShare(half_life_s=3600.0))}
 
 SCENARIOS = (
     Scenario("the first submission to a new queue starts at once", _submit("a")),
@@ -306,5 +322,51 @@ SCENARIOS = (
         ),
         lambda world: (world.submit(job("v", share="vision")), world.submit(job("n", share="nlp"))),
         {"shares": TEAMS, "strict_order": False},
+    ),
+    Scenario(
+        "with fair share, the first submission opens its submitter's line",
+        lambda world, kill: world.submit(_by("a", "alice"), kill=kill),
+        options=FAIR,
+    ),
+    Scenario(
+        "with fair share, a job completes and the next submitter's job starts",
+        _event("a", "Completed"),
+        _two_submitters,
+        FAIR,
+    ),
+    Scenario(
+        "with fair share, a waiting job is cancelled",
+        _request("DELETE", "/jobs/c"),
+        _two_submitters,
+        FAIR,
+    ),
+    Scenario(
+        "with fair share, a waiting job's priority is raised over the running ones",
+        _request("PUT", "/jobs/c/priority", {"priority": 9}),
+        _two_submitters,
+        FAIR,
+    ),
+    Scenario(
+        "with fair share, a job completes into a warm pool, and the next one starts on it",
+        _event("a", "Completed"),
+        _two_submitters,
+        {**FAIR, **KEEP_POOLS},
+    ),
+    Scenario(
+        "with fair share, an idle warm pool is released for a job that needs its instances",
+        _submit("big", count=2),
+        lambda world: (world.submit(_by("a", "alice")), world.run_for(400)),
+        {**FAIR, **KEEP_POOLS},
+    ),
+    Scenario(
+        "with fair share, the sweep forgets an expired warm pool",
+        _sweep,
+        lambda world: (
+            world.submit(_by("a", "alice")),
+            world.run_for(400),
+            setattr(world, "sweeping", False),
+            world.run_for(900),
+        ),
+        {**FAIR, **KEEP_POOLS},
     ),
 )

@@ -11,7 +11,7 @@ from tests.faults.test_found_by_faults import RELEASE, STORE_RELEASE
 
 
 def _release_table_first(self, release, now):
-    self.store.release_pool(release.pool)
+    self.store.release_pool(release.pool, now)
     try:
         self.sagemaker.release_pool(release.pool.name)
     except SageMakerError:

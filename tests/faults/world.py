@@ -84,7 +84,10 @@ class World:
         self.capacity = dict(self.cloud.settings.capacity)
         # Only the queue keeps the cap: the account would let SageMaker start more.
         self.cloud.sagemaker.account_limits = dict.fromkeys(self.capacity, 1000)
-        self.store = DynamoJobStore(self.cloud.dynamodb, self.cloud.settings.table_name)
+        settings = self.cloud.settings
+        self.store = DynamoJobStore(
+            self.cloud.dynamodb, settings.table_name, fair_share=settings.policy.fair_share
+        )
         self.event_faults = events
         self.skew_s = skew_s
         self.strict_order = strict_order

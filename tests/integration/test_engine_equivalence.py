@@ -8,6 +8,7 @@ from tjq.simulate.handler_engine import decisions_through_handler, sorted_decisi
 from tjq.simulate.workload import parse_workload
 
 from job_queue.scheduler import Policy, Share, Strategy, total_capacity
+from job_queue.scheduler.fair_share import FairShare
 
 G5 = "ml.g5.xlarge"
 
@@ -179,3 +180,33 @@ def test_both_engines_let_a_warm_match_go_first_alike_with_warm_affinity():
     # first-a ends at 420 (120 s cold start, 300 s of work): again-a starts on its pool,
     # ahead of other-x, which has waited 320 s of the 600 s it may be passed over.
     assert started["again-a"] == 420 and started["other-x"] > started["again-a"]
+
+
+SUBMITTERS = """name,submit_s,duration_s,priority,instance_type,instance_count,submitter
+sweep-1,0,1800,1,ml.p5.48xlarge,1,alice
+sweep-2,0,1800,1,ml.p5.48xlarge,1,alice
+sweep-3,0,1800,1,ml.p5.48xlarge,1,alice
+sweep-4,0,1800,1,ml.p5.48xlarge,1,alice
+sweep-5,0,1800,1,ml.p5.48xlarge,1,alice
+bob-1,60,1200,1,ml.p5.48xlarge,1,bob
+carol-gang,120,900,1,ml.p5.48xlarge,2,carol
+bob-2,300,600,1,ml.p5.48xlarge,1,bob
+urgent,2000,300,5,ml.p5.48xlarge,1,carol
+late-alice,2100,600,1,ml.p5.48xlarge,1,alice
+"""
+
+
+def test_both_engines_order_by_fair_share_alike():
+    capacity = {"ml.p5.48xlarge": 2}
+    jobs = parse_workload(io.StringIO(SUBMITTERS), capacity)
+    fair = Policy(fair_share=FairShare(half_life_s=3600.0, weights=(("carol", 2.0),)))
+    settings = SimSettings(capacity, stop_latency=30.0, start_latency=20.0, policy=fair)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    started = {d.job: d.time for d in real if d.action == "start"}
+    # Bob's first job and carol's gang go before the rest of alice's sweep.
+    assert started["bob-1"] < started["sweep-3"] and started["carol-gang"] < started["sweep-4"]

@@ -6,6 +6,8 @@ import pathlib
 from tjq.local.cloud import ROLE_ARN, LambdaContext
 
 from job_queue.handler import handle
+from job_queue.scheduler import Policy
+from job_queue.scheduler.fair_share import FairShare
 
 EVENTS = pathlib.Path(__file__).resolve().parents[2] / "events"
 NAME = "pytorch-training-2026-01-01-00-00-00-000"
@@ -96,3 +98,12 @@ def test_queue_event_samples_are_what_the_queue_publishes_and_what_its_rules_mat
         assert set(sample["detail"]) == set(published[0]["detail"]), file
         assert rule.matches_event(sample), file
         assert sample["detail"]["job"] == submit_body["TrainingJobName"]
+
+
+def test_the_usage_sample_charges_a_role_session_to_its_role(make_cloud):
+    cloud = make_cloud(policy=Policy(fair_share=FairShare(half_life_s=86400.0)))
+    _invoke(cloud, "api-add-job.json")  # by a session of the role DataScientist
+    usage = json.loads(_invoke(cloud, "api-list-usage.json")["body"])
+    (row,) = usage["submitters"]
+    assert row["submitter"] == "arn:aws:iam::123456789012:role/DataScientist"
+    assert row["holds_instances"] == 1

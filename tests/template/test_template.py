@@ -84,6 +84,7 @@ def test_every_route_requires_sigv4(translated):
         ("/jobs/{name}/priority", "put"),
         ("/shares", "get"),
         ("/shares", "put"),
+        ("/usage", "get"),
     }
     for path, ops in paths.items():
         for method, op in ops.items():
@@ -242,6 +243,9 @@ def test_every_setting_is_a_parameter_whose_default_the_lambda_accepts_given_a_c
         "MIN_RUN_SECONDS": "MinRunSeconds",
         "KEEP_ALIVE_SECONDS": "KeepAliveSeconds",
         "WARM_AFFINITY_SECONDS": "WarmAffinitySeconds",
+        "FAIR_SHARE_HALF_LIFE_SECONDS": "FairShareHalfLifeSeconds",
+        "FAIR_SHARE_LOOKAHEAD_SECONDS": "FairShareLookaheadSeconds",
+        "FAIR_SHARE_WEIGHTS": "FairShareWeights",
         "SHARES": "Shares",
         "DEFAULT_SHARE": "DefaultShare",
         "FINISHED_RETENTION_DAYS": "FinishedRetentionDays",

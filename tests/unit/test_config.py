@@ -108,6 +108,17 @@ def test_the_checkpoint_location_is_an_s3_uri_ending_in_a_slash_or_off():
 def test_defaults_preempt_at_once_and_backfill():
     policy = Settings.from_environment(_env()).policy
     assert (policy.preemption, policy.backfill, policy.min_run_s) == (True, True, 0)
+    assert policy.fair_share is None  # first come, first served within a priority
+
+
+def test_fair_share_from_the_environment():
+    env = _env(
+        FAIR_SHARE_HALF_LIFE_SECONDS="86400",
+        FAIR_SHARE_LOOKAHEAD_SECONDS="300",
+        FAIR_SHARE_WEIGHTS='{"project-x": 2}',
+    )
+    fair = Settings.from_environment(env).policy.fair_share
+    assert (fair.half_life_s, fair.lookahead_s, fair.weight("project-x")) == (86400, 300, 2)
 
 
 @pytest.mark.parametrize(
@@ -208,6 +219,18 @@ def test_defaults_preempt_at_once_and_backfill():
         ),
         ({"CHECKPOINT_S3_URI": "s3://Team_Bucket/"}, "CHECKPOINT_S3_URI"),
         ({"CHECKPOINT_S3_URI": "https://bucket.s3.amazonaws.com/x/"}, "CHECKPOINT_S3_URI"),
+        ({"FAIR_SHARE_HALF_LIFE_SECONDS": "-60"}, "FAIR_SHARE_HALF_LIFE_SECONDS must be 0 or"),
+        ({"FAIR_SHARE_HALF_LIFE_SECONDS": "1d"}, "FAIR_SHARE_HALF_LIFE_SECONDS must be a number"),
+        (
+            {"FAIR_SHARE_HALF_LIFE_SECONDS": "3600", "FAIR_SHARE_WEIGHTS": '{"alice": -1}'},
+            "FAIR_SHARE_WEIGHTS: the weight of alice must be more than 0",
+        ),
+        (
+            {"FAIR_SHARE_HALF_LIFE_SECONDS": "3600", "FAIR_SHARE_LOOKAHEAD_SECONDS": "0"},
+            "FAIR_SHARE_LOOKAHEAD_SECONDS must be more than 0",
+        ),
+        # Weights are checked even while fair share is off, so that turning it on cannot fail.
+        ({"FAIR_SHARE_WEIGHTS": '{"arn:aws:iam::1:role/x": 2}'}, "FAIR_SHARE_WEIGHTS"),
     ],
 )
 def test_bad_settings_name_the_variable(overrides, named):

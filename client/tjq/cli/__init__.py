@@ -6,6 +6,7 @@
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
+    smq usage [--json]               fair share: each submitter's recent use, and who is next
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
@@ -13,6 +14,7 @@
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
                   [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
+                  [--fair-share-half-life S] [--fair-share-lookahead S] [--fair-share-weights F]
     smq config check [--samconfig FILE] [--capacity JSON] [--shares FILE] [--capped TYPES]
                      [--training-plan-arns ARNS]  check a deployment's parameters together
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
@@ -126,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
         help="check: the queue's MaxPriority, which no share's max_priority may exceed",
     )
     shares.set_defaults(run=queue.shares)
+
+    usage = commands.add_parser(
+        "usage", parents=[api], help="fair share: who used what lately, and who is next"
+    )
+    usage.add_argument("--json", action="store_true", help="print the API's JSON")
+    usage.set_defaults(run=queue.usage)
 
     show = commands.add_parser("show", parents=[api], help="one job and its attempts")
     show.add_argument("name")

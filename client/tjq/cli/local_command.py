@@ -26,6 +26,9 @@ FLAGS = {
     "CHECKPOINT_S3_URI": "--checkpoint-s3-uri",
     "KEEP_ALIVE_SECONDS": "--keep-alive",
     "WARM_AFFINITY_SECONDS": "--warm-affinity",
+    "FAIR_SHARE_HALF_LIFE_SECONDS": "--fair-share-half-life",
+    "FAIR_SHARE_LOOKAHEAD_SECONDS": "--fair-share-lookahead",
+    "FAIR_SHARE_WEIGHTS": "--fair-share-weights",
 }
 DEFAULT_CAPACITY = {"ml.p5.48xlarge": 2}
 
@@ -93,6 +96,23 @@ def add_parser(commands) -> None:
         default=0.0,
         metavar="S",
         help="the WarmAffinitySeconds setting (0: strict order)",
+    )
+    local.add_argument(
+        "--fair-share-half-life",
+        default="0",
+        metavar="S",
+        help="fair share by recent use with this half-life (FairShareHalfLifeSeconds; 0: off)",
+    )
+    local.add_argument(
+        "--fair-share-lookahead",
+        default="600",
+        metavar="S",
+        help="fair share's entry penalty per instance (FairShareLookaheadSeconds; default 600)",
+    )
+    local.add_argument(
+        "--fair-share-weights",
+        metavar="FILE",
+        help='JSON weights by submitter, such as {"project-x": 2} (FairShareWeights)',
     )
     local.add_argument(
         "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
@@ -173,6 +193,13 @@ def local_api(args) -> int:
     roles = tuple(args.allowed_role or (ROLE_ARN,))
     admins = tuple(args.admin or (EVERY_LOCAL_USER,))
     affinity = args.warm_affinity
+    weights = ""
+    if args.fair_share_weights:
+        try:
+            with open(args.fair_share_weights) as file:
+                weights = file.read()
+        except OSError as exc:
+            return fail(f"--fair-share-weights {args.fair_share_weights}: {exc.strerror}")
     environment = {
         "TABLE_NAME": args.name,
         "QUEUE_NAME": args.name,
@@ -187,9 +214,12 @@ def local_api(args) -> int:
         "KEEP_ALIVE_SECONDS": str(args.keep_alive),
         # Unbounded affinity (inf) is the simulator's; locally any whole number is checked.
         "WARM_AFFINITY_SECONDS": str(int(affinity)) if math.isfinite(affinity) else "0",
+        "FAIR_SHARE_HALF_LIFE_SECONDS": args.fair_share_half_life,
+        "FAIR_SHARE_LOOKAHEAD_SECONDS": args.fair_share_lookahead,
+        "FAIR_SHARE_WEIGHTS": weights,
     }
     try:
-        Settings.from_environment(environment)
+        fair_share = Settings.from_environment(environment).policy.fair_share
     except ConfigError as exc:
         return fail(reworded(exc, FLAGS))
     uncapped = {t: n for t, n in given.items() if n == UNCAPPED}
@@ -203,7 +233,7 @@ def local_api(args) -> int:
         run_seconds=args.run_seconds,
         stop_seconds=args.stop_seconds,
         keep_alive_seconds=int(args.keep_alive),
-        policy=Policy(warm_affinity_s=affinity),
+        policy=Policy(warm_affinity_s=affinity, fair_share=fair_share),
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,
@@ -260,9 +290,11 @@ def _in_force(args, local, capacity: dict, roles, admins) -> str:
     everyone = admins == (EVERY_LOCAL_USER,)
     lines.append("admins (--admin): " + ("every local caller" if everyone else ", ".join(admins)))
     saved = args.checkpoint_s3_uri or "off"
+    fair = local.cloud.settings.policy.fair_share
+    fair_text = "off" if fair is None else f"half-life {fair.half_life_s:g}s"
     lines.append(
         f"default keep-alive {args.keep_alive:g}s; warm affinity {args.warm_affinity:g}s; "
-        f"checkpoints {saved}. Ctrl-C stops."
+        f"checkpoints {saved}; fair share {fair_text}. Ctrl-C stops."
     )
     return "\n".join(lines)
 

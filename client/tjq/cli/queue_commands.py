@@ -152,6 +152,40 @@ def shares(args) -> int:
     return 0
 
 
+def usage(args) -> int:
+    answer = client(args).usage()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    if answer["fair_share"] is None:
+        print(answer["note"])
+        return 0
+    from tabulate import tabulate
+
+    columns = {
+        "submitter": "submitter",
+        "usage_instance_hours": "used (instance-h)",
+        "weight": "weight",
+        "standing": "standing",
+        "holds_instances": "holds",
+        "waiting": "waiting",
+    }
+    headers = list(columns.values())
+    rows = [[row[key] for key in columns] for row in answer["submitters"]]
+    half_life = answer["fair_share"]["half_life_seconds"] / 3600
+    print(f"fair share by recent use (half-life {half_life:g} h)\n")
+    print(tabulate(rows, headers) if rows else "nobody has used the instances lately")
+    if answer["shares"]:
+        share_rows = [
+            [s["share"], s["usage_instance_hours"], s["limit"], s["per_instance_of_limit"]]
+            for s in answer["shares"]
+        ]
+        print("\n" + tabulate(share_rows, ["share", "used (instance-h)", "limit", "per instance"]))
+    if answer["next"]:
+        print(f"\nnext: {answer['next']['why']}")
+    return 0
+
+
 def show(args) -> int:
     job = client(args).job(args.name)
     if args.json:

@@ -80,6 +80,8 @@ def decisions_through_handler(
             )
             if job.checkpoint is not None:
                 request["Tags"].append({"Key": tags.CHECKPOINT, "Value": str(job.checkpoint)})
+            if job.submitter is not None:
+                request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": job.submitter})
             limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}
             request["StoppingCondition"] = limit
             # The workload's warm-pool configuration, as a field SageMaker matches pools on.

@@ -1,0 +1,45 @@
+"""`smq usage`: fair share's view from the shell, against a local API with fair share on."""
+
+import json
+
+import pytest
+from tjq.api import QueueClient
+from tjq.cli import main
+from tjq.local.cloud import training_request
+
+from job_queue.scheduler import Policy
+from job_queue.scheduler.fair_share import FairShare
+from tests.client.conftest import quiet_local_api
+
+
+@pytest.fixture(scope="module")
+def fair_api():
+    fair = FairShare(half_life_s=86400.0)
+    with quiet_local_api(
+        capacity={"ml.p5.48xlarge": 1}, run_seconds=3600, policy=Policy(fair_share=fair)
+    ) as local:
+        yield local
+
+
+def test_usage_lists_each_submitter_and_says_who_is_next(fair_api, monkeypatch, capsys):
+    for name, value in fair_api.environment().items():
+        monkeypatch.setenv(name, value)
+    client = QueueClient.from_environment()
+    client.submit(training_request("usage-first", 1))
+    tagged = training_request("usage-tagged", 1)
+    tagged["Tags"].append({"Key": "fair-share-id", "Value": "project-x"})
+    client.submit(tagged)
+
+    assert main(["usage"]) == 0
+    out = capsys.readouterr().out
+    assert "fair share by recent use (half-life 24 h)" in out
+    assert "project-x" in out and "user/testing" in out
+    assert "next: fair share: project-x has used 0 instance-h" in out
+
+    assert main(["usage", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["next"]["submitter"] == "project-x"
+    assert {row["submitter"] for row in answer["submitters"]} == {
+        "project-x",
+        "arn:aws:iam::123456789012:user/testing",
+    }

@@ -1,0 +1,167 @@
+"""Fair share through the handler, the table and the SageMaker emulation: each submitter's
+jobs wait in a line of their own, a pass takes the next job from whoever used least lately,
+usage is charged as attempts end, and turning fair share off or on loses no job."""
+
+from dataclasses import replace
+
+import pytest
+from tjq.local.cloud import local_user, training_request
+
+from job_queue.scheduler import Policy
+from job_queue.scheduler.fair_share import FairShare
+from job_queue.store import DynamoJobStore
+from job_queue.store.accounts import ACCOUNT_PK
+from job_queue.store.table import de, ser
+
+ALICE, BOB = local_user("alice"), local_user("bob")
+HOUR = 3600.0
+FAIR = FairShare(half_life_s=HOUR)
+
+
+def submit(cloud, name, caller, fair_share_id=None):
+    request = training_request(name, 1)
+    if fair_share_id:
+        request["Tags"].append({"Key": "fair-share-id", "Value": fair_share_id})
+    status, body = cloud.api("POST", "/add-job", request, caller=caller)
+    assert status == 201, body
+    return body
+
+
+def started_at(cloud) -> dict[str, float]:
+    """When each job's first attempt started (SageMaker's creation time), by job name."""
+    return {
+        job.tags["training-job-queue:job"]: job.created_at
+        for job in sorted(cloud.sagemaker.jobs.values(), key=lambda j: -j.created_at)
+    }
+
+
+def run_all(cloud) -> None:
+    while (due := cloud.sagemaker.next_change_at()) is not None:
+        cloud.advance(due - cloud.clock())
+
+
+def accounts(cloud) -> dict[str, dict]:
+    items = cloud.dynamodb.query(
+        TableName=cloud.settings.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues=ser({":pk": ACCOUNT_PK}),
+        ConsistentRead=True,
+    )["Items"]
+    return {item["sk"]: item for item in map(de, items)}
+
+
+def turn(cloud, fair: FairShare | None) -> None:
+    """Redeploy with fair share on (``fair``) or off: the same table, new settings."""
+    cloud.settings = replace(cloud.settings, policy=Policy(fair_share=fair))
+    store = DynamoJobStore(cloud.dynamodb, cloud.settings.table_name, fair_share=fair)
+    cloud.deps = replace(cloud.deps, settings=cloud.settings, store=store)
+
+
+@pytest.mark.parametrize(
+    ("fair", "bob_starts_at"),
+    [(None, 3 * HOUR), (FAIR, HOUR)],
+    ids=["first come, first served: bob waits for the whole sweep", "fair share: bob is next"],
+)
+def test_a_sweep_no_longer_holds_back_the_next_submitter(make_cloud, fair, bob_starts_at):
+    cloud = make_cloud(run_seconds=HOUR, policy=Policy(fair_share=fair))
+    start = cloud.clock()
+    for i in range(6):
+        submit(cloud, f"sweep-{i}", ALICE)
+    submit(cloud, "bobs-job", BOB)
+    run_all(cloud)
+    starts = started_at(cloud)
+    assert starts["bobs-job"] - start == bob_starts_at
+    assert len(starts) == 7  # every job ran
+
+
+def test_each_submitter_waits_in_a_line_that_its_account_counts(make_cloud):
+    cloud = make_cloud(run_seconds=HOUR, policy=Policy(fair_share=FAIR))
+    for i in range(4):
+        submit(cloud, f"sweep-{i}", ALICE)
+    submit(cloud, "tagged", ALICE, fair_share_id="project-x")
+    submit(cloud, "bobs-job", BOB)
+    counted = {who: item["waiting:WAITING#ml.p5.48xlarge"] for who, item in accounts(cloud).items()}
+    # Two of alice's sweep started; a fair-share-id tag charges the project, not its caller.
+    assert counted == {ALICE: 2, "project-x": 1, BOB: 1}
+    waiting = [row["name"] for row in cloud.jobs() if row["state"] == "pending"]
+    assert waiting == ["sweep-2", "sweep-3", "tagged", "bobs-job"]  # GET /jobs reads the lines
+
+
+def test_usage_is_charged_to_the_submitter_when_an_attempt_ends(make_cloud):
+    cloud = make_cloud(run_seconds=HOUR, policy=Policy(fair_share=FAIR))
+    submit(cloud, "one", ALICE)
+    assert not any(k.startswith("usage:") for k in accounts(cloud).get(ALICE, {}))
+    run_all(cloud)
+    used = [v for k, v in accounts(cloud)[ALICE].items() if k.startswith("usage:3600:")]
+    # An hour on one instance, decayed with a half-life of an hour (then scaled to its
+    # window's start): between half an hour and an hour of use.
+    assert len(used) == 1 and 0.5 * HOUR < FAIR.held(1, HOUR) <= used[0]
+    assert accounts(cloud)[ALICE]["waiting:WAITING#ml.p5.48xlarge"] == 0
+
+
+def test_turning_fair_share_off_and_on_loses_no_job_and_keeps_each_submitters_order(
+    make_cloud,
+):
+    cloud = make_cloud(capacity={"ml.p5.48xlarge": 1}, run_seconds=HOUR)
+    for i in range(3):
+        submit(cloud, f"early-{i}", ALICE)  # queued first come, first served
+    turn(cloud, FAIR)
+    for i in range(3):
+        submit(cloud, f"alice-{i}", ALICE)
+    submit(cloud, "bobs-job", BOB)
+    cloud.advance(HOUR)  # early-0 ends; of the rest, bob's job is next: alice used an hour
+    assert started_at(cloud).keys() == {"early-0", "bobs-job"}
+    turn(cloud, None)
+    waiting = [row["name"] for row in cloud.jobs() if row["state"] == "pending"]
+    assert waiting == ["early-1", "early-2", "alice-0", "alice-1", "alice-2"]
+    run_all(cloud)
+    starts = started_at(cloud)
+    assert sorted(starts, key=starts.get) == [
+        "early-0",
+        "bobs-job",
+        "early-1",
+        "early-2",
+        "alice-0",
+        "alice-1",
+        "alice-2",
+    ]
+    assert {cloud.api("GET", f"/jobs/{name}")[1]["job"]["state"] for name in starts} == {
+        "completed"
+    }
+
+
+def test_usage_shows_each_submitters_use_and_standing_and_who_is_next_and_why(make_cloud):
+    weights = (("project-x", 2.0),)
+    fair = FairShare(half_life_s=HOUR, weights=weights)
+    cloud = make_cloud(
+        capacity={"ml.p5.48xlarge": 1}, run_seconds=HOUR, policy=Policy(fair_share=fair)
+    )
+    submit(cloud, "first", ALICE)
+    submit(cloud, "second", ALICE)
+    submit(cloud, "tagged", ALICE, fair_share_id="project-x")
+    cloud.advance(HOUR / 2)
+    status, body = cloud.api("GET", "/usage", caller=BOB)  # anyone may look
+    assert status == 200, body
+    rows = {row["submitter"]: row for row in body["submitters"]}
+    assert rows[ALICE]["holds_instances"] == 1 and rows[ALICE]["waiting"] == 1
+    assert rows[ALICE]["usage_instance_hours"] == round(FAIR.held(1, HOUR / 2) / HOUR, 3)
+    assert rows["project-x"] == {
+        "submitter": "project-x",
+        "usage_instance_hours": 0.0,
+        "weight": 2.0,
+        "standing": 0.0,
+        "holds_instances": 0,
+        "waiting": 1,
+    }
+    assert body["next"]["submitter"] == "project-x"
+    assert body["next"]["why"].startswith(
+        "fair share: project-x has used 0 instance-h (weight 2), "
+        f"{ALICE} has used {rows[ALICE]['usage_instance_hours']:g} instance-h"
+    )
+    cloud.advance(HOUR / 2)
+    assert started_at(cloud).keys() == {"first", "tagged"}  # as GET /usage said
+
+
+def test_usage_says_when_fair_share_is_off(cloud):
+    status, body = cloud.api("GET", "/usage")
+    assert status == 200 and body["fair_share"] is None and "fair share is off" in body["note"]
