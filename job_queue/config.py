@@ -15,6 +15,7 @@ from job_queue.fair_share_config import (
     DEFAULT_LOOKAHEAD,
     FairShareError,
     parse_fair_share,
+    with_weights,
 )
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
@@ -75,6 +76,12 @@ class Settings:
     training_plan_arns: frozenset[str] = frozenset()  # the plans the role may describe
     # Jobs without a CheckpointConfig save under this + their name ("": they get none).
     checkpoint_s3_uri: str = ""
+    fair_share_weights_text: str = ""  # FAIR_SHARE_WEIGHTS as deployed
+
+    def policy_in_effect(self, weights_text: str | None, over: str | None) -> Policy:
+        """The policy, with fair-share weights set at run time (PUT /usage/weights) unless
+        a deployment changed the weights since (``over``: the deployed text they replaced)."""
+        return with_weights(self.policy, self.fair_share_weights_text, weights_text, over)
 
     def replacement_shares(self, value: object) -> tuple[Share, ...]:
         """The shares of a PUT /shares body, checked against these settings (ceilings, capped
@@ -189,6 +196,7 @@ class Settings:
                 t.strip() for t in env.get("CAPPED_INSTANCE_TYPES", "").split(",") if t.strip()
             ),
             checkpoint_s3_uri=parse_checkpoint_uri(env.get("CHECKPOINT_S3_URI", "")),
+            fair_share_weights_text=env.get("FAIR_SHARE_WEIGHTS", ""),
         )
         both = sorted(uncapped & set(settings.capacity))
         if both:

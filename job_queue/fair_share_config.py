@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 from job_queue.access import PatternError, check_patterns
 from job_queue.scheduler.fair_share import FairShare
+from job_queue.scheduler.snapshot import Policy
 
 # A fair-share-id tag (a project's name): what a tag value may hold, without '*' or '#'.
 FAIR_SHARE_ID = re.compile(r"^[A-Za-z0-9][\w.:/=+@-]{0,127}$")
@@ -90,3 +92,13 @@ def _seconds(value: str | float, name: str, zero: bool) -> float:
         least = "0 or more (0: off)" if zero else "more than 0"
         raise FairShareError(f"{name} must be {least}, got {value!r}")
     return seconds
+
+
+def with_weights(policy: Policy, deployed: str, set_text: str | None, set_over: str | None):
+    """``policy`` with the weights an admin set at run time (``set_text``), unless a
+    deployment changed FairShareWeights since (``set_over``, the deployed text they
+    replaced, differs from ``deployed``)."""
+    fair = policy.fair_share
+    if fair is None or set_text is None or set_over != deployed:
+        return policy
+    return replace(policy, fair_share=replace(fair, weights=parse_weights(set_text)))

@@ -7,12 +7,11 @@ import itertools
 from dataclasses import dataclass
 
 from job_queue import outlook, paging
-from job_queue.config import Layout, Settings
+from job_queue.config import Layout
 from job_queue.scheduler import WaitingJob, positions
 from job_queue.scheduler.forecast import ExpectedStart, RunHistory
-from job_queue.scheduler.snapshot import Snapshot
+from job_queue.scheduling import View
 from job_queue.store import DynamoJobStore, Holders
-from job_queue.store.queue_reading import QueueReading
 from job_queue.store.table import UNCAPPED
 
 
@@ -32,17 +31,17 @@ class Listing:
 
 def list_page(
     store: DynamoJobStore,
-    settings: Settings,
-    viewed: tuple[Holders, Layout, Snapshot, QueueReading],
+    held: Holders,
+    viewed: View,
     history: RunHistory,
     limit: int = paging.DEFAULT_LIMIT,
     token: str | None = None,
 ) -> Listing:
     """The page of ``token`` (None: the first): at most ``limit`` waiting jobs, read lazily,
-    so that a deep queue costs a page, not the whole queue. ``viewed``: the holders, and
-    what a pass sees of them (:meth:`QueueService.view`). The page is in priority and
-    submission order; expected starts replay the pass's (fair-share) order."""
-    held, layout, seen, reading = viewed
+    so that a deep queue costs a page, not the whole queue. ``viewed``: what a pass sees of
+    the holders ``held`` (:meth:`QueueService.view`). The page is in priority and submission
+    order; expected starts replay the pass's (fair-share) order."""
+    layout, seen, reading = viewed.layout, viewed.seen, viewed.reading
     start = paging.page_start(token)
     # Jobs without a share too: queued before shares were set, they still wait.
     partitions = [None, *(s.name for s in layout.shares)]
@@ -56,7 +55,7 @@ def list_page(
     places = positions(page, start.line)
     whole = start.after is None and not more  # the page is the whole queue
     expected = outlook.expected_starts(
-        reading, settings.policy, seen, history, page if whole else None
+        reading, viewed.policy, seen, history, page if whole else None
     )
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.

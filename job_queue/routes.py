@@ -100,10 +100,24 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         service.set_shares(parse_json(app.current_event.body), caller())
         return shares()
 
+    def usage() -> Response:
+        seen, accounts, fair, held = service.usage()
+        deployed = service.settings.fair_share_weights_text
+        changed = held.weights_deployed == deployed and held.weights_changed_by
+        answer = usage_view(seen, accounts, fair)
+        answer["changed"] = (
+            {"by": held.weights_changed_by, "at": iso(held.weights_changed_at)} if changed else None
+        )
+        return _json(200, answer)
+
     @app.get("/usage")
     def list_usage():
-        seen, accounts = service.usage()
-        return _json(200, usage_view(seen, accounts, service.settings.policy.fair_share))
+        return usage()
+
+    @app.put("/usage/weights")
+    def set_weights():
+        service.set_weights(parse_json(app.current_event.body), caller())
+        return usage()
 
     @app.get("/jobs/<name>")
     def get_job(name: str):

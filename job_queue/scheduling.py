@@ -13,6 +13,18 @@ from job_queue.store.table import UNCAPPED
 
 
 @dataclass(frozen=True)
+class View:
+    """What a pass sees, from the holders one invocation read: the layout and policy in
+    effect (shares and fair-share weights set at run time included), the snapshot, and a
+    reading of the queue in the pass's order."""
+
+    layout: Layout
+    policy: Policy
+    seen: Snapshot
+    reading: QueueReading
+
+
+@dataclass(frozen=True)
 class Scheduled:
     """What a pass decided, and what it sees once that is carried out (after a pass that
     gave up, what it last read)."""
@@ -20,6 +32,7 @@ class Scheduled:
     plan: Plan
     seen: Snapshot
     reading: QueueReading  # the queue as the pass read it (it reads on for an answer)
+    policy: Policy  # the policy it planned with
 
 
 def plan_pass(

@@ -7,6 +7,7 @@ straight away (no lost wake-up).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,14 @@ from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
-from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
+from job_queue.errors import (
+    InvalidRequest,
+    JobConflict,
+    JobNotFound,
+    SageMakerError,
+    StaleState,
+)
+from job_queue.fair_share_config import FairShareError, parse_weights
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
@@ -32,15 +40,15 @@ from job_queue.scheduler import (
     Plan,
     fair_share,
 )
+from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, Snapshot, WarmPool, after, started_names
-from job_queue.scheduling import Scheduled, plan_pass
+from job_queue.scheduling import Scheduled, View, plan_pass
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.accounts import Accounts
-from job_queue.store.queue_reading import QueueReading
 
 logger = Logger(child=True)
 
@@ -139,7 +147,7 @@ class QueueService:
             return Submitted(self.get(job.name), Outlook(), created=True)  # with its attempt
         # Its place in line reads on from where the pass stopped reading the queue.
         answer = outlook_of(
-            scheduled.reading, self.settings.policy, scheduled.seen, job, history, started
+            scheduled.reading, scheduled.policy, scheduled.seen, job, history, started
         )
         return Submitted(job, answer, created=True)
 
@@ -155,18 +163,18 @@ class QueueService:
         if not job.state.is_waiting:
             return Outlook()
         held, history = read or self.store.holders_and_history()
-        _, seen, reading = self.view(held)
-        return outlook_of(reading, self.settings.policy, seen, job, history)
+        viewed = self.view(held)
+        return outlook_of(viewed.reading, viewed.policy, viewed.seen, job, history)
 
-    def view(self, held: Holders) -> tuple[Layout, Snapshot, QueueReading]:
-        """What a pass sees from the holders just read (``held``): the layout, the snapshot
-        (with fair share's usage), and a reading of the queue in the pass's order."""
+    def view(self, held: Holders) -> View:
+        """What a pass sees from the holders just read (``held``)."""
         layout = self.layout(held)
+        policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
         accounts = self.store.accounts(held)
         seen = layout.seen(held, self.clock(), accounts)
-        fair = self.settings.policy.fair_share
+        fair = policy.fair_share
         standing = fair_share.standings(seen, fair) if fair else None
-        return layout, seen, self.store.reading(accounts, standing)
+        return View(layout, policy, seen, self.store.reading(accounts, standing))
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the
@@ -177,10 +185,7 @@ class QueueService:
     def listing(self, limit: int, token: str | None = None) -> Listing:
         """One page of the queue: the holders, and ``limit`` waiting jobs from ``token``."""
         held, history = self.store.holders_and_history()
-        layout, seen, reading = self.view(held)
-        return list_page(
-            self.store, self.settings, (held, layout, seen, reading), history, limit, token
-        )
+        return list_page(self.store, held, self.view(held), history, limit, token)
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
         """The shares in effect, each share's use per instance type, its waiting jobs, and
@@ -195,12 +200,39 @@ class QueueService:
         waiting = {s.name: self.store.depth(types, s.name, accounts) for s in layout.shares}
         return layout, usage, waiting, held
 
-    def usage(self) -> tuple[Snapshot, Accounts | None]:
+    def usage(self) -> tuple[Snapshot, Accounts | None, FairShare | None, Holders]:
         """What fair share sees now: the snapshot (what holds instances, the usage of work
-        that ended) and the accounts (None: fair share was never on)."""
+        that ended), the accounts (None: fair share was never on), the fair-share policy in
+        effect, and the holders (who last set the weights)."""
         held = self.store.holders()
         accounts = self.store.accounts(held)
-        return self.layout(held).seen(held, self.clock(), accounts), accounts
+        policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
+        seen = self.layout(held).seen(held, self.clock(), accounts)
+        return seen, accounts, policy.fair_share, held
+
+    def set_weights(self, value: object, caller: Caller) -> None:
+        """Replace the fair-share weights without a deployment (admins only), then
+        schedule in the new order."""
+        access.check_admin(caller, "change the fair-share weights")
+        if self.settings.policy.fair_share is None:
+            raise InvalidRequest(
+                "fair share is off (FairShareHalfLifeSeconds is 0): weights would change nothing"
+            )
+        if not isinstance(value, dict):
+            raise InvalidRequest('the weights must be a JSON object such as {"project-x": 2}')
+        text = json.dumps(value)
+        try:
+            parse_weights(text, "weights")
+        except FairShareError as exc:
+            raise InvalidRequest(str(exc)) from None
+
+        def set_once() -> None:
+            deployed = self.settings.fair_share_weights_text
+            self.store.set_weights(text, deployed, caller.arn, self.clock())
+
+        until_settled(set_once, _RETRIES, busy("the queue", "while the weights were set"))
+        logger.info("fair-share weights changed", extra={"weights": value})
+        self.schedule()
 
     def set_shares(self, value: object, caller: Caller) -> Layout:
         """Replace the quota shares without a deployment (admins only), then schedule: a
@@ -381,14 +413,15 @@ class QueueService:
         def pass_once() -> Scheduled:
             nonlocal held, last
             current, held = held or self.store.holders(), None  # a retry reads them anew
-            layout, seen, reading = self.view(current)
-            last = Scheduled(Plan(), seen, reading)
-            self.report.record_usage(seen.active, seen.pools, layout, seen.outside, seen.now)
+            viewed = self.view(current)
+            seen, reading, policy = viewed.seen, viewed.reading, viewed.policy
+            last = Scheduled(Plan(), seen, reading, policy)
+            self.report.record_usage(seen.active, seen.pools, viewed.layout, seen.outside, seen.now)
             lost_work = LostWork(seen.now, self._saved_at)
-            decided = plan_pass(seen, layout, reading, self.settings.policy, lost_work)
+            decided = plan_pass(seen, viewed.layout, reading, policy, lost_work)
             if not decided.empty:
                 self._actions.carry_out(decided, current)  # StaleState: another acted first
-            return Scheduled(decided, after(seen, decided), reading)
+            return Scheduled(decided, after(seen, decided), reading, policy)
 
         def gave_up() -> Scheduled:
             logger.warning("scheduling pass gave up after repeated races; the next event retries")

@@ -61,6 +61,7 @@ def usage_view(seen: Snapshot, kept: Accounts | None, fair: FairShare | None) ->
         "fair_share": {
             "half_life_seconds": fair.half_life_s,
             "lookahead_seconds": fair.lookahead_s,
+            "weights": dict(fair.weights),
         },
         "submitters": rows,
         "shares": sorted(shares, key=lambda row: row["per_instance_of_limit"]),

@@ -126,6 +126,10 @@ class QueueClient:
         next."""
         return self._call("GET", "/usage")
 
+    def set_weights(self, weights: dict) -> dict:
+        """PUT /usage/weights: replace the fair-share weights (admins), answered as usage()."""
+        return self._call("PUT", "/usage/weights", weights)
+
     def set_shares(self, shares: list) -> dict:
         """PUT /shares: replace the quota shares (a shares file's list) without deploying."""
         return self._call("PUT", "/shares", shares)

@@ -43,6 +43,10 @@ class Holders:
     waiting_count: int | None = None  # waiting jobs as the last sweep counted them
     waiting_counted_at: float | None = None
     lines: bool = False  # fair share was on once: jobs may wait in their submitters' lines
+    weights_text: str | None = None  # fair-share weights set at run time (PUT /usage/weights)
+    weights_deployed: str | None = None  # the deployed weights they replaced
+    weights_changed_by: str | None = None  # who set them, and when
+    weights_changed_at: float | None = None
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -251,6 +255,10 @@ def _holders_from(holders: Mapping) -> Holders:
         waiting_count=holders.get("waiting_count"),
         waiting_counted_at=holders.get("waiting_counted_at"),
         lines=bool(holders.get("fair_lines")),
+        weights_text=holders.get("weights"),
+        weights_deployed=holders.get("weights_deployed"),
+        weights_changed_by=holders.get("weights_changed_by"),
+        weights_changed_at=holders.get("weights_changed_at"),
     )
 
 

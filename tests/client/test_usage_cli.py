@@ -43,3 +43,18 @@ def test_usage_lists_each_submitter_and_says_who_is_next(fair_api, monkeypatch, 
         "project-x",
         "arn:aws:iam::123456789012:user/testing",
     }
+
+
+def test_an_admin_applies_weights_from_a_file(fair_api, monkeypatch, capsys, tmp_path):
+    for name, value in fair_api.environment().items():
+        monkeypatch.setenv(name, value)
+    weights = tmp_path / "weights.json"
+    weights.write_text('{"project-x": 3}')
+    assert main(["usage", "apply", str(weights), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["fair_share"]["weights"] == {"project-x": 3}
+    assert main(["usage"]) == 0
+    assert "weights set by arn:aws:iam::123456789012:user/testing" in capsys.readouterr().out
+    weights.write_text('{"project-x": -1}')
+    assert main(["usage", "apply", str(weights)]) == 1
+    assert "the weight of project-x must be more than 0" in capsys.readouterr().err

@@ -359,6 +359,12 @@ SCENARIOS = (
         {**FAIR, **KEEP_POOLS},
     ),
     Scenario(
+        "with fair share, an admin changes the weights",
+        _request("PUT", "/usage/weights", {"bob": 3}, caller=ADMIN),
+        _two_submitters,
+        FAIR,
+    ),
+    Scenario(
         "with fair share, the sweep forgets an expired warm pool",
         _sweep,
         lambda world: (

@@ -165,3 +165,56 @@ def test_usage_shows_each_submitters_use_and_standing_and_who_is_next_and_why(ma
 def test_usage_says_when_fair_share_is_off(cloud):
     status, body = cloud.api("GET", "/usage")
     assert status == 200 and body["fair_share"] is None and "fair share is off" in body["note"]
+
+
+ADMIN = local_user("admin")
+
+
+@pytest.mark.parametrize(
+    ("weights", "next_job"),
+    [(None, "alice-2"), ({BOB: 10}, "bob-2")],
+    ids=["alice has used less lately", "bob weighs 10: his use counts a tenth"],
+)
+def test_an_admin_changes_the_weights_at_run_time_and_the_next_job_follows_them(
+    make_cloud, weights, next_job
+):
+    cloud = make_cloud(
+        capacity={"ml.p5.48xlarge": 1},
+        run_seconds=HOUR,
+        policy=Policy(fair_share=FAIR),
+        admins=(ADMIN,),
+    )
+    for name, who in (("alice-1", ALICE), ("bob-1", BOB), ("alice-2", ALICE), ("bob-2", BOB)):
+        submit(cloud, name, who)
+    cloud.advance(1.5 * HOUR)  # alice-1 ran the first hour; bob-1 runs the second
+    if weights:
+        status, body = cloud.api("PUT", "/usage/weights", weights, caller=ADMIN)
+        assert status == 200, body
+        assert body["fair_share"]["weights"] == weights and body["changed"]["by"] == ADMIN
+    cloud.advance(HOUR / 2)
+    starts = started_at(cloud)
+    assert sorted(starts, key=starts.get) == ["alice-1", "bob-1", next_job]
+
+
+@pytest.mark.parametrize(
+    ("body", "caller", "status", "message"),
+    [
+        ({ALICE: 2}, ALICE, 403, "only an admin (AdminPrincipals) may change the fair-share"),
+        ({ALICE: 0}, ADMIN, 400, f"weights: the weight of {ALICE} must be more than 0"),
+        ({"not an id": 1}, ADMIN, 400, "'not an id' is neither an IAM ARN pattern"),
+        ([1, 2], ADMIN, 400, "the weights must be a JSON object"),
+    ],
+)
+def test_bad_weights_are_refused_naming_the_problem_and_change_nothing(
+    make_cloud, body, caller, status, message
+):
+    cloud = make_cloud(policy=Policy(fair_share=FAIR), admins=(ADMIN,))
+    answer_status, answer = cloud.api("PUT", "/usage/weights", body, caller=caller)
+    assert answer_status == status and message in answer["message"]
+    assert cloud.api("GET", "/usage")[1]["changed"] is None
+
+
+def test_weights_are_refused_while_fair_share_is_off(make_cloud):
+    cloud = make_cloud(admins=(ADMIN,))
+    status, answer = cloud.api("PUT", "/usage/weights", {ALICE: 2}, caller=ADMIN)
+    assert status == 400 and "fair share is off" in answer["message"]

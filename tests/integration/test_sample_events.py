@@ -106,4 +106,18 @@ def test_the_usage_sample_charges_a_role_session_to_its_role(make_cloud):
     usage = json.loads(_invoke(cloud, "api-list-usage.json")["body"])
     (row,) = usage["submitters"]
     assert row["submitter"] == "arn:aws:iam::123456789012:role/DataScientist"
-    assert row["holds_instances"] == 1
+    assert row["holds_instances"] == 1 and row["weight"] == 1
+
+
+def test_the_weights_sample_sets_a_weight_an_admin_chose(make_cloud):
+    cloud = make_cloud(
+        policy=Policy(fair_share=FairShare(half_life_s=86400.0)),
+        admins=("arn:aws:iam::123456789012:role/QueueAdmin",),
+    )
+    _invoke(cloud, "api-add-job.json")
+    answer = _invoke(cloud, "api-set-fair-share-weights.json")
+    assert answer["statusCode"] == 200, answer["body"]
+    (row,) = json.loads(answer["body"])["submitters"]
+    assert row["weight"] == 2
+    usage = json.loads(_invoke(cloud, "api-list-usage.json")["body"])
+    assert usage["changed"]["by"] == "arn:aws:sts::123456789012:assumed-role/QueueAdmin/bob"

@@ -85,6 +85,7 @@ def test_every_route_requires_sigv4(translated):
         ("/shares", "get"),
         ("/shares", "put"),
         ("/usage", "get"),
+        ("/usage/weights", "put"),
     }
     for path, ops in paths.items():
         for method, op in ops.items():

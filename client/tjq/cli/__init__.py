@@ -7,6 +7,7 @@
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
     smq usage [--json]               fair share: each submitter's recent use, and who is next
+    smq usage apply WEIGHTS.json     replace the fair-share weights (admins; no deployment)
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
@@ -132,6 +133,10 @@ def _parser() -> argparse.ArgumentParser:
     usage = commands.add_parser(
         "usage", parents=[api], help="fair share: who used what lately, and who is next"
     )
+    usage.add_argument(
+        "action", nargs="?", choices=["apply"], help="apply: replace the weights (admins)"
+    )
+    usage.add_argument("file", nargs="?", help='the weights file, such as {"project-x": 2}')
     usage.add_argument("--json", action="store_true", help="print the API's JSON")
     usage.set_defaults(run=queue.usage)
 

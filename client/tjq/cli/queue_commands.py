@@ -153,7 +153,10 @@ def shares(args) -> int:
 
 
 def usage(args) -> int:
-    answer = client(args).usage()
+    if args.action and not args.file:
+        return fail('smq usage apply needs a weights file (a JSON object: {"project-x": 2})')
+    api = client(args)
+    answer = api.set_weights(read_json(args.file)) if args.action else api.usage()
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
@@ -183,6 +186,8 @@ def usage(args) -> int:
         print("\n" + tabulate(share_rows, ["share", "used (instance-h)", "limit", "per instance"]))
     if answer["next"]:
         print(f"\nnext: {answer['next']['why']}")
+    if answer.get("changed"):
+        print(f"weights set by {answer['changed']['by']} at {answer['changed']['at']}")
     return 0
 
 
