@@ -135,6 +135,7 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         if job.state.is_waiting
         else None,
         "submitted_by": job.submitted_by,
+        "submitter": job.submitter,
         "history": [history_row(entry) for entry in job.history],
         "attempts": [
             {

@@ -77,6 +77,12 @@ class TrainingQueue:
             )
         self.poll_seconds = poll_seconds
         self._out = out
+        self._shares: bool | None = None  # whether the queue has quota shares, once asked
+
+    def _has_shares(self) -> bool:
+        if self._shares is None:
+            self._shares = bool(self.queue.shares()["shares"])
+        return self._shares
 
     def submit(
         self,
@@ -98,8 +104,9 @@ class TrainingQueue:
         as the SDK's AWS Batch ``TrainingQueue.submit`` (the same parameters, in its order).
 
         ``job_name`` may be an AWS Batch job name (the SageMaker job gets a name derived from
-        it). ``priority`` and the share (``quota_share_name``, or ``share_identifier``: the
-        queue has one kind of share) replace the job's own ``priority`` / ``share`` tags;
+        it). ``priority`` and the share (``quota_share_name``; or ``share_identifier``, which
+        is also the share on a queue with quota shares, and on one without them whom fair
+        share charges the job to, its ``fair-share-id`` tag) replace the job's own tags;
         ``tags`` are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or
         seconds) sets its ``checkpoint`` tag, how it saves its progress. Batch's
         ``retry_config``, ``timeout`` and ``preemption_config`` have no meaning here and are
@@ -118,7 +125,12 @@ class TrainingQueue:
             chosen[tag_names.CHECKPOINT] = checkpointing(checkpoint, "checkpoint=")
         # The priority the job will have: the chosen tag, else its own.
         check_tags([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
-        share = quota_share_name if quota_share_name is not None else share_identifier
+        share = quota_share_name
+        if share_identifier is not None:
+            if self._has_shares():
+                share = share_identifier
+            else:  # as AWS Batch's fair-share identifier
+                chosen[tag_names.FAIR_SHARE_ID] = share_identifier
         if share is not None:
             chosen[tag_names.SHARE] = share
         request = sdk_objects.training_request(training_job, inputs, job_name)

@@ -192,6 +192,13 @@ def test_a_share_named_on_a_queue_without_shares_is_refused_and_nothing_is_queue
     assert not queue.list_jobs(job_name=name)
 
 
+def test_without_shares_share_identifier_names_whom_fair_share_charges(queue, source, unique):
+    job = queue.submit(training_job(source), job_name=unique(), share_identifier="project-x")
+    described = job.describe()
+    assert described["submitter"] == "project-x" and described["share"] is None
+    job.terminate()
+
+
 @pytest.fixture(scope="module")
 def shared_api():
     shares = parse_shares(
