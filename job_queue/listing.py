@@ -13,6 +13,7 @@ from job_queue.scheduler.forecast import ExpectedStart, RunHistory
 from job_queue.scheduling import View
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
+from job_queue.usage_view import who_is_next
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Listing:
     next_token: str | None  # None: the last page
     waiting_total: int  # waiting jobs in the whole queue (at least)
     counted_at: float | None  # when the sweep counted them (None: counted now, exactly)
+    next_up: dict | None = None  # fair share: whose job is next, and why
 
 
 def list_page(
@@ -71,4 +73,5 @@ def list_page(
         paging.next_token(page[-1], start.line) if more else None,
         total,
         counted_at,
+        who_is_next(seen, viewed.accounts, viewed.policy.fair_share),
     )

@@ -81,6 +81,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
             "capacity": dict(layout.capacity),
             "uncapped": sorted(layout.uncapped),
             "shares": [share.name for share in layout.shares],
+            "fair_share_next": listing.next_up,
         }
         return _json(200, answer)
 

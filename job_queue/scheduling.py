@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from job_queue.config import Layout
 from job_queue.scheduler import LostWork, Plan, Planner, Policy, Snapshot
+from job_queue.store.accounts import Accounts
 from job_queue.store.queue_reading import QueueReading
 from job_queue.store.table import UNCAPPED
 
@@ -22,6 +23,7 @@ class View:
     policy: Policy
     seen: Snapshot
     reading: QueueReading
+    accounts: Accounts | None = None  # fair share's (None: it was never on)
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,7 @@ class QueueService:
         seen = layout.seen(held, self.clock(), accounts)
         fair = policy.fair_share
         standing = fair_share.standings(seen, fair) if fair else None
-        return View(layout, policy, seen, self.store.reading(accounts, standing))
+        return View(layout, policy, seen, self.store.reading(accounts, standing), accounts)
 
     def layout(self, held: Holders | None = None) -> Layout:
         """The capacity and quota shares in effect (shares set at run time are kept on the

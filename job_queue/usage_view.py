@@ -69,20 +69,27 @@ def usage_view(seen: Snapshot, kept: Accounts | None, fair: FairShare | None) ->
     }
 
 
+def who_is_next(seen: Snapshot, kept: Accounts | None, fair: FairShare | None) -> dict | None:
+    """Fair share's next submitter and why (None: fair share is off, or nobody waits)."""
+    return usage_view(seen, kept, fair)["next"]
+
+
 def _next(rows: list[dict], fair: FairShare) -> dict | None:
     """Whose job a pass takes next among equal priorities, and why (None: nobody waits)."""
     waiting = [row for row in rows if row["waiting"]]
     if not waiting:
         return None
     first, others = waiting[0], waiting[1 : 1 + OTHERS_SHOWN]
-    half_life = f"{fair.half_life_s / HOUR:g} h"
-    why = f"fair share: {first['submitter']} {_used(first)}"
+    why = (
+        f"fair share: {first['submitter']} is next among jobs of the same priority (and "
+        f"share), having used {_used(first)}"
+    )
     if others:
-        why += ", " + ", ".join(f"{row['submitter']} {_used(row)}" for row in others)
-    why += f" (usage halves every {half_life}; among jobs of the same priority and share)"
+        why += "; " + ", ".join(f"{row['submitter']} {_used(row)}" for row in others)
+    why += f" (usage halves every {fair.half_life_s / HOUR:g} h)"
     return {"submitter": first["submitter"], "why": why}
 
 
 def _used(row: dict) -> str:
-    text = f"has used {row['usage_instance_hours']:g} instance-h"
+    text = f"{row['usage_instance_hours']:g} instance-h"
     return text if row["weight"] == 1 else f"{text} (weight {row['weight']:g})"

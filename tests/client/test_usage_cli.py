@@ -34,7 +34,9 @@ def test_usage_lists_each_submitter_and_says_who_is_next(fair_api, monkeypatch, 
     out = capsys.readouterr().out
     assert "fair share by recent use (half-life 24 h)" in out
     assert "project-x" in out and "user/testing" in out
-    assert "next: fair share: project-x has used 0 instance-h" in out
+    assert "\nfair share: project-x is next among jobs of the same priority" in out
+    assert main(["status"]) == 0
+    assert "fair share: project-x is next" in capsys.readouterr().out
 
     assert main(["usage", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out)

@@ -154,10 +154,13 @@ def test_usage_shows_each_submitters_use_and_standing_and_who_is_next_and_why(ma
         "waiting": 1,
     }
     assert body["next"]["submitter"] == "project-x"
-    assert body["next"]["why"].startswith(
-        "fair share: project-x has used 0 instance-h (weight 2), "
-        f"{ALICE} has used {rows[ALICE]['usage_instance_hours']:g} instance-h"
+    assert body["next"]["why"] == (
+        "fair share: project-x is next among jobs of the same priority (and share), having "
+        f"used 0 instance-h (weight 2); {ALICE} {rows[ALICE]['usage_instance_hours']:g} "
+        "instance-h (usage halves every 1 h)"
     )
+    listed = cloud.api("GET", "/jobs")[1]
+    assert listed["fair_share_next"] == body["next"]  # smq status shows it
     cloud.advance(HOUR / 2)
     assert started_at(cloud).keys() == {"first", "tagged"}  # as GET /usage said
 

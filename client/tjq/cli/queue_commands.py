@@ -60,6 +60,8 @@ def _status_text(answer: dict, share: str | None) -> str:
         parts.append("\n".join(outside_lines(answer["outside"])))
     if answer.get("plans"):
         parts.append("\n".join(plan_lines(answer["plans"])))
+    if answer.get("fair_share_next"):
+        parts.append(answer["fair_share_next"]["why"])
     capacity = ", ".join(f"{n} x {t}" for t, n in answer.get("capacity", {}).items())
     uncapped = "".join(f", {t} uncapped" for t in answer.get("uncapped", []))
     label = "on-demand capacity" if answer.get("plans") else "capacity"
@@ -185,7 +187,7 @@ def usage(args) -> int:
         ]
         print("\n" + tabulate(share_rows, ["share", "used (instance-h)", "limit", "per instance"]))
     if answer["next"]:
-        print(f"\nnext: {answer['next']['why']}")
+        print(f"\n{answer['next']['why']}")
     if answer.get("changed"):
         print(f"weights set by {answer['changed']['by']} at {answer['changed']['at']}")
     return 0
