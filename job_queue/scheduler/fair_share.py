@@ -136,6 +136,16 @@ def ended(
     return [(account, start, value) for account in accounts(holder)] if value > 0 else []
 
 
+def charge(
+    usage: Usage, holder: ActiveJob | WarmPool, since: float, until: float, fair: FairShare | None
+) -> Usage:
+    """``usage`` once ``holder``'s hold from ``since`` to ``until`` is charged (as the table
+    charges an attempt or a pool that ends); unchanged with fair share off."""
+    if fair is None:
+        return usage
+    return usage.added(ended(holder, since, until, fair)).forgetting(until, fair)
+
+
 @dataclass(frozen=True)
 class Standings:
     """Each account's usage now: its ended work, and what it holds (with entry penalties)."""

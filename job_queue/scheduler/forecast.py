@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from job_queue.models import Demand, JobState
+from job_queue.scheduler.fair_share import charge
 from job_queue.scheduler.order import queue_order
 from job_queue.scheduler.planner import plan
 from job_queue.scheduler.snapshot import (
@@ -214,7 +215,12 @@ class _Replay:
                     share=job.share,
                     helpers=job.helpers,
                     checkpoint=job.checkpoint,
+                    submitter=job.submitter,
                 )
                 bisect.insort(self.waiting, (queue_order(back), back), key=lambda pair: pair[0])
+        usage, fair = self.seen.usage, self.policy.fair_share
+        for job in self.seen.active:
+            if job.name in ended:  # its use counts against its submitter from now on
+                usage = charge(usage, job, job.started_at, now, fair)
         active = tuple(job for job in self.seen.active if job.name not in ended)
-        self.seen = replace(self.seen, active=active)
+        self.seen = replace(self.seen, active=active, usage=usage)

@@ -221,3 +221,23 @@ def test_weights_are_refused_while_fair_share_is_off(make_cloud):
     cloud = make_cloud(admins=(ADMIN,))
     status, answer = cloud.api("PUT", "/usage/weights", {ALICE: 2}, caller=ADMIN)
     assert status == 400 and "fair share is off" in answer["message"]
+
+
+def test_places_in_line_and_expected_starts_follow_the_fair_share_order(make_cloud):
+    cloud = make_cloud(
+        capacity={"ml.p5.48xlarge": 1}, run_seconds=HOUR, policy=Policy(fair_share=FAIR)
+    )
+    for i in range(4):
+        submit(cloud, f"sweep-{i}", ALICE)
+    answer = submit(cloud, "bobs-job", BOB)
+    assert answer["position"] == 1  # next, though four of alice's jobs came first
+    places = {name: job(cloud, name)["position"] for name in ("sweep-1", "sweep-2", "bobs-job")}
+    assert places == {"bobs-job": 1, "sweep-1": 2, "sweep-2": 3}
+    bob, sweep = job(cloud, "bobs-job"), job(cloud, "sweep-1")
+    assert bob["expected_start"]["at_latest"] < sweep["expected_start"]["at_latest"]
+
+
+def job(cloud, name):
+    status, body = cloud.api("GET", f"/jobs/{name}")
+    assert status == 200, body
+    return body["job"]

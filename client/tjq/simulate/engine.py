@@ -49,7 +49,7 @@ from job_queue.scheduler import (
     queue_order,
     reservations,
 )
-from job_queue.scheduler.fair_share import InLine, Usage, ended, in_line, line_of, standings
+from job_queue.scheduler.fair_share import InLine, Usage, charge, in_line, line_of, standings
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -398,9 +398,7 @@ class _Replay:
     def _charge(self, holder: ActiveJob | WarmPool, since: float, until: float) -> None:
         """Fair share: what ``holder`` held from ``since`` to ``until`` is its submitter's
         (and share's) usage, as the Lambda records it."""
-        fair = self.settings.policy.fair_share
-        if fair is not None:
-            self.usage = self.usage.added(ended(holder, since, until, fair)).forgetting(until, fair)
+        self.usage = charge(self.usage, holder, since, until, self.settings.policy.fair_share)
 
     def _matching_pool(self, job: WaitingJob) -> str | None:
         """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""
