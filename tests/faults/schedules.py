@@ -14,17 +14,21 @@ from dataclasses import dataclass
 
 from tjq.local.cloud import api_event
 
-from tests.faults.scenarios import KEEP_POOLS, TEAMS, job
+from job_queue import tags
+from tests.faults.scenarios import FAIR, KEEP_POOLS, TEAMS, job
 from tests.faults.wire import Outage
 from tests.faults.world import SWEEP, EventFaults, World
 
 HOUR = 3600.0
-# The layouts a schedule runs in: a single queue, one that keeps warm pools, two teams.
+# The layouts a schedule runs in: a single queue, one that keeps warm pools, two teams, and
+# fair share among three submitters (whose order is not first come, first served).
 LAYOUTS = (
     ("single queue", {}),
     ("warm pools", KEEP_POOLS),
     ("two teams' shares", {"shares": TEAMS, "strict_order": False}),
+    ("fair share", {**FAIR, "strict_order": False}),
 )
+SUBMITTERS = ("alice", "bob", "carol")
 _OUTAGES = (
     ("dynamodb", frozenset()),
     ("dynamodb", frozenset({"transact_write_items"})),
@@ -67,7 +71,9 @@ def run(seed: int) -> Schedule:
                     only,
                 )
             )
-        names = _play(world, rng, shares=[s.name for s in options.get("shares", ())])
+        fair = "policy" in options
+        shares = [s.name for s in options.get("shares", ())]
+        names = _play(world, rng, shares, SUBMITTERS if fair else ())
         recovery = world.calm()
         return Schedule(
             seed, layout, names, tuple(world.violations), recovery, dict(world.wire.injected)
@@ -76,9 +82,9 @@ def run(seed: int) -> Schedule:
         world.close()
 
 
-def _play(world: World, rng: random.Random, shares: list[str]) -> int:
-    """An hour of use: a job every few minutes, some cancelled or reprioritised, now and
-    then a submission that overlaps the sweep."""
+def _play(world: World, rng: random.Random, shares: list[str], submitters=()) -> int:
+    """An hour of use: a job every few minutes (of one of ``submitters``, if any), some
+    cancelled or reprioritised, now and then a submission that overlaps the sweep."""
     start, count = world.clock(), rng.randint(6, 12)
     times = sorted(rng.uniform(0, HOUR) for _ in range(count))
     for i, at in enumerate(times):
@@ -91,6 +97,9 @@ def _play(world: World, rng: random.Random, shares: list[str]) -> int:
             run_seconds=rng.choice((120, 300, 900)),
             share=rng.choice(shares) if shares else None,
         )
+        if submitters:
+            who = rng.choice(submitters)
+            request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": who})
         if rng.random() < 0.2:
             world.names.add(name)
             event = api_event("POST", "/add-job", json.dumps(request))

@@ -5,7 +5,8 @@ invocations that die or overlap, clocks seconds apart — and, once calm, every 
 from tests.faults import schedules
 
 # Between them, these take DynamoDB and SageMaker away, lose, repeat and delay events and
-# kill invocations, in a single queue, one with warm pools and one with two teams' shares.
+# kill invocations, in a single queue, one with warm pools, one with two teams' shares and one
+# with fair share among three submitters.
 SEEDS = (0, 1, 2, 3, 5)
 
 
