@@ -21,7 +21,7 @@ from job_queue.errors import SageMakerError, StaleState
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
 from job_queue.queue_events import PoolReleased, StateChange
 from job_queue.report import Report
-from job_queue.retry import until_settled
+from job_queue.retry import RETRIES, until_settled
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
 from job_queue.scheduler.snapshot import Release, WarmPool
@@ -29,7 +29,6 @@ from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
 
-_RETRIES = 8  # re-reads after a lost race before giving up on one decision
 _UNKNOWN = object()  # SageMaker would not say
 
 
@@ -207,7 +206,7 @@ class Actions:
                 current = self.store.get(name)  # read again, decide again
                 raise
 
-        return until_settled(decide_once, _RETRIES, lambda: None)
+        return until_settled(decide_once, RETRIES, lambda: None)
 
     def act(self, job: Job, decision: lifecycle.Decision) -> None:
         """Write one lifecycle decision (raises StaleState if the job changed meanwhile)."""

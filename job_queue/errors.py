@@ -69,3 +69,8 @@ class SageMakerError(Exception):
 
 class StaleState(Exception):
     """A conditional write lost a race: what was read changed. Re-read and decide again."""
+
+
+class Contended(StaleState):
+    """A transaction met another one on the same item (TransactionConflict): nothing it
+    checked was false, so the same write may simply be tried again."""

@@ -11,6 +11,8 @@ from job_queue.errors import JobConflict, StaleState
 
 T = TypeVar("T")
 
+RETRIES = 8  # re-reads after a lost race before giving up on one request or decision
+
 
 def until_settled(attempt: Callable[[], T], rounds: int, gave_up: Callable[[], T]) -> T:
     """``attempt()`` (read, decide, conditional write) until it does not lose a race, at most

@@ -7,7 +7,6 @@ straight away (no lost wake-up).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,19 +19,18 @@ from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
 from job_queue.errors import (
-    InvalidRequest,
     JobConflict,
     JobNotFound,
     SageMakerError,
     StaleState,
 )
-from job_queue.fair_share_config import FairShareError, parse_weights
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
-from job_queue.retry import busy, until_settled
+from job_queue.retry import RETRIES, busy, until_settled
+from job_queue.run_time_settings import RunTimeSettings
 from job_queue.sagemaker import SageMakerGateway, SageMakerStatus
 from job_queue.scheduler import (
     ActiveJob,
@@ -40,19 +38,15 @@ from job_queue.scheduler import (
     Plan,
     fair_share,
 )
-from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
-from job_queue.scheduler.shares import ShareUsage, usage_with_plans
-from job_queue.scheduler.snapshot import OutsideJob, Snapshot, WarmPool, after, started_names
+from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
 from job_queue.scheduling import Scheduled, View, plan_pass
-from job_queue.share_config import dumps_shares, plan_entries_of
+from job_queue.share_config import plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
-from job_queue.store.accounts import Accounts
 
 logger = Logger(child=True)
 
-_RETRIES = 8  # re-reads after a lost race before giving up on one request
 _SCHEDULING_ROUNDS = 16  # a pass that keeps losing races means others keep scheduling
 
 
@@ -65,7 +59,7 @@ class Submitted:
     created: bool
 
 
-class QueueService:
+class QueueService(RunTimeSettings):
     """The queue's behaviour, over a store and a SageMaker gateway.
 
     Example::
@@ -187,69 +181,6 @@ class QueueService:
         held, history = self.store.holders_and_history()
         return list_page(self.store, held, self.view(held), history, limit, token)
 
-    def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
-        """The shares in effect, each share's use per instance type, its waiting jobs, and
-        the holders they were read from (which say who last replaced the shares)."""
-        held = self.store.holders()
-        layout = self.layout(held)
-        now = self.clock()
-        holders = [*held.jobs, *held.idle_pools(now)]
-        usage = usage_with_plans(layout.shares, holders, layout.plans, now)
-        types = list(layout.capacity)
-        accounts = self.store.accounts(held)
-        waiting = {s.name: self.store.depth(types, s.name, accounts) for s in layout.shares}
-        return layout, usage, waiting, held
-
-    def usage(self) -> tuple[Snapshot, Accounts | None, FairShare | None, Holders]:
-        """What fair share sees now: the snapshot (what holds instances, the usage of work
-        that ended), the accounts (None: fair share was never on), the fair-share policy in
-        effect, and the holders (who last set the weights)."""
-        held = self.store.holders()
-        accounts = self.store.accounts(held)
-        policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
-        seen = self.layout(held).seen(held, self.clock(), accounts)
-        return seen, accounts, policy.fair_share, held
-
-    def set_weights(self, value: object, caller: Caller) -> None:
-        """Replace the fair-share weights without a deployment (admins only), then
-        schedule in the new order."""
-        access.check_admin(caller, "change the fair-share weights")
-        if self.settings.policy.fair_share is None:
-            raise InvalidRequest(
-                "fair share is off (FairShareHalfLifeSeconds is 0): weights would change nothing"
-            )
-        if not isinstance(value, dict):
-            raise InvalidRequest('the weights must be a JSON object such as {"project-x": 2}')
-        text = json.dumps(value)
-        try:
-            parse_weights(text, "weights")
-        except FairShareError as exc:
-            raise InvalidRequest(str(exc)) from None
-
-        def set_once() -> None:
-            deployed = self.settings.fair_share_weights_text
-            self.store.set_weights(text, deployed, caller.arn, self.clock())
-
-        until_settled(set_once, _RETRIES, busy("the queue", "while the weights were set"))
-        logger.info("fair-share weights changed", extra={"weights": value})
-        self.schedule()
-
-    def set_shares(self, value: object, caller: Caller) -> Layout:
-        """Replace the quota shares without a deployment (admins only), then schedule: a
-        lowered limit makes jobs over it reclaimable, a raised one lets waiting jobs start."""
-        access.check_admin(caller, "replace the shares")
-        shares = self.settings.replacement_shares(value)
-
-        def replace_once() -> None:
-            held = self.store.holders()
-            text, deployed = dumps_shares(shares), self.settings.shares_text
-            self.store.set_shares(text, deployed, held.version, caller.arn, self.clock())
-
-        until_settled(replace_once, _RETRIES, busy("the queue", "while the shares were replaced"))
-        logger.info("shares changed", extra={"shares": [s.name for s in shares]})
-        self.schedule()
-        return self.layout()
-
     def cancel(self, name: str, caller: Caller) -> Job:
         """A pending job leaves the queue; an active one is stopped and ends cancelled.
         Only its submitter or an admin may cancel it."""
@@ -271,7 +202,7 @@ class QueueService:
                 self.store.begin_stop(job, JobState.CANCELLING, now, audit=audit)
             return job, now
 
-        job, now = until_settled(cancel_once, _RETRIES, busy(f"job {name}"))
+        job, now = until_settled(cancel_once, RETRIES, busy(f"job {name}"))
         if now is None:
             return job
         to = JobState.CANCELLED if job.state.is_waiting else JobState.CANCELLING
@@ -310,7 +241,7 @@ class QueueService:
             self.store.change_priority(job, priority, now, audit)
             return job, held
 
-        job, held = until_settled(change_once, _RETRIES, busy(f"job {name}"))
+        job, held = until_settled(change_once, RETRIES, busy(f"job {name}"))
         if held is None:
             return job  # it had that priority already
         logger.info("priority changed", extra={"job": name, "from": job.priority, "to": priority})

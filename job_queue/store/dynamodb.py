@@ -12,8 +12,9 @@ from dataclasses import replace
 
 from botocore.exceptions import ClientError
 
-from job_queue.errors import StaleState
+from job_queue.errors import Contended, JobConflict, StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
+from job_queue.retry import RETRIES
 from job_queue.scheduler import WaitingJob
 from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -60,15 +61,19 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
     def add(self, job: Job) -> bool:
         """Queue a new job. False if a job of that name already exists."""
         job = self._placed(job)
-        try:
-            self._transact(
-                table.put(codecs.job_item(job), "attribute_not_exists(pk)"),
-                table.put(codecs.waiting_item(job)),
-                *self._accounts({line_of(job): 1}),
-            )
-        except StaleState:
-            return False
-        return True
+        for _ in range(RETRIES):
+            try:
+                self._transact(
+                    table.put(codecs.job_item(job), "attribute_not_exists(pk)"),
+                    table.put(codecs.waiting_item(job)),
+                    *self._accounts({line_of(job): 1}),
+                )
+                return True
+            except Contended:
+                continue  # another write to its submitter's account at the same moment
+            except StaleState:
+                return False
+        raise JobConflict(f"{job.name}: the queue kept changing while it was queued; try again")
 
     def claim(
         self,
@@ -443,9 +448,19 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
         try:
             self._db.transact_write_items(TransactItems=list(actions))
         except ClientError as exc:
+            if _conflict_only(exc):
+                raise Contended(str(exc)) from exc
             if _code(exc) in ("TransactionCanceledException", "ConditionalCheckFailedException"):
                 raise StaleState(str(exc)) from exc
             raise
+
+
+def _conflict_only(exc: ClientError) -> bool:
+    """A cancelled transaction whose only reasons are conflicts with other writes."""
+    if _code(exc) != "TransactionCanceledException":
+        return False
+    reasons = {r.get("Code") for r in exc.response.get("CancellationReasons", [])} - {"None"}
+    return reasons == {"TransactionConflict"}
 
 
 def _waiting_key(job: Job | WaitingJob) -> dict:

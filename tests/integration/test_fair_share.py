@@ -5,6 +5,7 @@ usage is charged as attempts end, and turning fair share off or on loses no job.
 from dataclasses import replace
 
 import pytest
+from botocore.exceptions import ClientError
 from tjq.local.cloud import local_user, training_request
 
 from job_queue.scheduler import Policy
@@ -241,3 +242,40 @@ def job(cloud, name):
     status, body = cloud.api("GET", f"/jobs/{name}")
     assert status == 200, body
     return body["job"]
+
+
+class ConflictOnce:
+    """A DynamoDB client whose next ``times`` transactions meet another writer's on the same
+    item, as DynamoDB answers concurrent transactions (moto runs them one at a time)."""
+
+    def __init__(self, client, times: int) -> None:
+        self._client, self.times = client, times
+
+    def transact_write_items(self, **params):
+        if self.times:
+            self.times -= 1
+            reasons = [{"Code": "None"}] * (len(params["TransactItems"]) - 1)
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
+                    "CancellationReasons": [*reasons, {"Code": "TransactionConflict"}],
+                },
+                "TransactWriteItems",
+            )
+        return self._client.transact_write_items(**params)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def test_a_submission_that_meets_another_write_to_its_account_is_queued_all_the_same(
+    make_cloud,
+):
+    cloud = make_cloud(policy=Policy(fair_share=FAIR), capacity={"ml.p5.48xlarge": 1})
+    submit(cloud, "running", ALICE)
+    contended = ConflictOnce(cloud.dynamodb, times=2)
+    store = DynamoJobStore(contended, cloud.settings.table_name, fair_share=FAIR)
+    cloud.deps = replace(cloud.deps, store=store)
+    answer = submit(cloud, "second", ALICE)  # 201: not taken for a name already used
+    assert answer["job"]["state"] == "pending" and contended.times == 0
+    assert accounts(cloud)[ALICE]["waiting:WAITING#ml.p5.48xlarge"] == 1

@@ -1,0 +1,99 @@
+"""What admins change at run time and everyone may look at: the quota shares (GET and PUT
+/shares) and fair share's usage and weights (GET /usage, PUT /usage/weights). A part of
+:class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+
+from job_queue import access
+from job_queue.access import Caller
+from job_queue.config import Layout
+from job_queue.errors import InvalidRequest
+from job_queue.fair_share_config import FairShareError, parse_weights
+from job_queue.retry import RETRIES, busy, until_settled
+from job_queue.scheduler.fair_share import FairShare
+from job_queue.scheduler.shares import ShareUsage, usage_with_plans
+from job_queue.scheduler.snapshot import Snapshot
+from job_queue.share_config import dumps_shares
+from job_queue.store import Holders
+from job_queue.store.accounts import Accounts
+
+if TYPE_CHECKING:
+    from job_queue.config import Settings
+    from job_queue.store import DynamoJobStore
+
+logger = Logger(child=True)
+
+
+class RunTimeSettings:
+    """The service's shares and fair-share views and changes."""
+
+    store: DynamoJobStore
+    settings: Settings
+
+    def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
+        """The shares in effect, each share's use per instance type, its waiting jobs, and
+        the holders they were read from (which say who last replaced the shares)."""
+        held = self.store.holders()
+        layout = self.layout(held)
+        now = self.clock()
+        holders = [*held.jobs, *held.idle_pools(now)]
+        usage = usage_with_plans(layout.shares, holders, layout.plans, now)
+        types = list(layout.capacity)
+        accounts = self.store.accounts(held)
+        waiting = {s.name: self.store.depth(types, s.name, accounts) for s in layout.shares}
+        return layout, usage, waiting, held
+
+    def usage(self) -> tuple[Snapshot, Accounts | None, FairShare | None, Holders]:
+        """What fair share sees now: the snapshot (what holds instances, the usage of work
+        that ended), the accounts (None: fair share was never on), the fair-share policy in
+        effect, and the holders (who last set the weights)."""
+        held = self.store.holders()
+        accounts = self.store.accounts(held)
+        policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
+        seen = self.layout(held).seen(held, self.clock(), accounts)
+        return seen, accounts, policy.fair_share, held
+
+    def set_weights(self, value: object, caller: Caller) -> None:
+        """Replace the fair-share weights without a deployment (admins only), then
+        schedule in the new order."""
+        access.check_admin(caller, "change the fair-share weights")
+        if self.settings.policy.fair_share is None:
+            raise InvalidRequest(
+                "fair share is off (FairShareHalfLifeSeconds is 0): weights would change nothing"
+            )
+        if not isinstance(value, dict):
+            raise InvalidRequest('the weights must be a JSON object such as {"project-x": 2}')
+        text = json.dumps(value)
+        try:
+            parse_weights(text, "weights")
+        except FairShareError as exc:
+            raise InvalidRequest(str(exc)) from None
+
+        def set_once() -> None:
+            deployed = self.settings.fair_share_weights_text
+            self.store.set_weights(text, deployed, caller.arn, self.clock())
+
+        until_settled(set_once, RETRIES, busy("the queue", "while the weights were set"))
+        logger.info("fair-share weights changed", extra={"weights": value})
+        self.schedule()
+
+    def set_shares(self, value: object, caller: Caller) -> Layout:
+        """Replace the quota shares without a deployment (admins only), then schedule: a
+        lowered limit makes jobs over it reclaimable, a raised one lets waiting jobs start."""
+        access.check_admin(caller, "replace the shares")
+        shares = self.settings.replacement_shares(value)
+
+        def replace_once() -> None:
+            held = self.store.holders()
+            text, deployed = dumps_shares(shares), self.settings.shares_text
+            self.store.set_shares(text, deployed, held.version, caller.arn, self.clock())
+
+        until_settled(replace_once, RETRIES, busy("the queue", "while the shares were replaced"))
+        logger.info("shares changed", extra={"shares": [s.name for s in shares]})
+        self.schedule()
+        return self.layout()
