@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError
 from tjq.local.cloud import local_user, training_request
 
-from job_queue.scheduler import Policy
+from job_queue.scheduler import Policy, Share, Strategy
 from job_queue.scheduler.fair_share import FairShare
 from job_queue.store import DynamoJobStore
 from job_queue.store.accounts import ACCOUNT_PK
@@ -279,3 +279,25 @@ def test_a_submission_that_meets_another_write_to_its_account_is_queued_all_the_
     answer = submit(cloud, "second", ALICE)  # 201: not taken for a name already used
     assert answer["job"]["state"] == "pending" and contended.times == 0
     assert accounts(cloud)[ALICE]["waiting:WAITING#ml.p5.48xlarge"] == 1
+
+
+def test_with_quota_shares_fair_share_orders_each_shares_jobs(make_cloud):
+    teams = (
+        Share("vision", {"ml.p5.48xlarge": 1}, Strategy.RESERVE),
+        Share("nlp", {"ml.p5.48xlarge": 1}, Strategy.RESERVE),
+    )
+    cloud = make_cloud(shares=teams, run_seconds=HOUR, policy=Policy(fair_share=FAIR))
+
+    def submit_to(name, caller, share):
+        request = training_request(name, 1, share=share)
+        status, body = cloud.api("POST", "/add-job", request, caller=caller)
+        assert status == 201, body
+
+    for i in range(3):
+        submit_to(f"vision-alice-{i}", ALICE, "vision")
+    submit_to("vision-bob", BOB, "vision")
+    submit_to("nlp-alice", ALICE, "nlp")  # alone in its share: it starts at once
+    cloud.advance(HOUR)
+    starts = started_at(cloud)
+    assert set(sorted(starts, key=starts.get)[:2]) == {"vision-alice-0", "nlp-alice"}
+    assert "vision-bob" in starts and "vision-alice-1" not in starts
