@@ -209,6 +209,14 @@ def test_config_check_passes_parameters_that_agree(capsys):
         (["--capacity", '{"ml.p5.48xlarge": 2}', "--shares", "SHARES"], "Capacity caps"),
         (["--shares", "SHARES", "--parameter", "DefaultShare=nlp"], "DefaultShare: 'nlp' is not"),
         (["--capacity", '{"ml.p5.48xlarge": 2}', "--parameter", "Nope=1"], "Nope: not a param"),
+        (
+            ["--capacity", '{"ml.p5.48xlarge": 2}', "--parameter", "FairShareHalfLifeSeconds=-5"],
+            "FairShareHalfLifeSeconds must be 0 or more (0: off), got '-5'",
+        ),
+        (
+            ["--capacity", '{"ml.p5.48xlarge": 2}', "--parameter", 'FairShareWeights={"a": 0}'],
+            "FairShareWeights: the weight of a must be more than 0, got 0",
+        ),
     ],
 )
 def test_config_check_refuses_what_the_function_would_refuse_at_cold_start(
