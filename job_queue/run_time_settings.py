@@ -74,11 +74,10 @@ class RunTimeSettings:
         except FairShareError as exc:
             raise InvalidRequest(str(exc)) from None
 
-        def set_once() -> None:
-            deployed = self.settings.fair_share_weights_text
-            self.store.set_weights(text, deployed, caller.arn, self.clock())
-
-        until_settled(set_once, RETRIES, busy("the queue", "while the weights were set"))
+        self.store.holders()  # a new table's holders item, which keeps them
+        self.store.set_weights(
+            text, self.settings.fair_share_weights_text, caller.arn, self.clock()
+        )
         logger.info("fair-share weights changed", extra={"weights": value})
         self.schedule()
 

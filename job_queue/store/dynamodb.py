@@ -428,20 +428,6 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
             )
         )
 
-    def set_weights(self, weights_text: str, deployed: str, changed_by: str, now: float) -> None:
-        """Replace the fair-share weights at run time (until a deployment changes
-        ``deployed``), recording who did, and when. No version bump: a pass that ordered
-        the queue by the old weights has only ordered it as the admin asked a moment ago."""
-        self._transact(
-            table.update(
-                POOL_KEY,
-                "SET weights = :weights, weights_deployed = :deployed, "
-                "weights_changed_by = :by, weights_changed_at = :now",
-                "attribute_exists(version)",
-                {":weights": weights_text, ":deployed": deployed, ":by": changed_by, ":now": now},
-            )
-        )
-
     def _transact(self, *actions: dict) -> None:
         for action in actions:
             action[next(iter(action))]["TableName"] = self._table

@@ -1,6 +1,6 @@
-"""What the holders item also keeps that is not a holding: the training plans as last read
-and the sweep's count of waiting jobs. Written without a version bump: no plan depends on
-them being the latest."""
+"""What the holders item also keeps that is not a holding: the training plans as last read,
+the sweep's count of waiting jobs, and fair-share weights set at run time. Written without a
+version bump: no plan depends on them being the latest."""
 
 from __future__ import annotations
 
@@ -36,4 +36,18 @@ class HolderNotes:
             UpdateExpression="SET waiting_count = :n, waiting_counted_at = :at",
             ConditionExpression="attribute_exists(version)",
             ExpressionAttributeValues=table.ser({":n": count, ":at": now}),
+        )
+
+    def set_weights(self, weights_text: str, deployed: str, changed_by: str, now: float) -> None:
+        """Replace the fair-share weights at run time (until a deployment changes
+        ``deployed``), recording who did, and when. No version bump: a pass that ordered the
+        queue by the old weights has ordered it as the admins wanted a moment before."""
+        values = {":w": weights_text, ":deployed": deployed, ":by": changed_by, ":now": now}
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET weights = :w, weights_deployed = :deployed, "
+            "weights_changed_by = :by, weights_changed_at = :now",
+            ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeValues=table.ser(values),
         )
