@@ -20,6 +20,7 @@ from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
+from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
 from job_queue.store.reads import Holders, TableReads, _code
 from job_queue.store.runs import RunTimes
@@ -32,7 +33,7 @@ _IDLE_POOL = "attribute_exists(pools.#pool) AND attribute_not_exists(pools.#pool
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
+class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping, BulkLoading):
     """Reads and conditional writes of the queue table.
 
     Example::
@@ -376,34 +377,6 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping):
                 new_priority,
                 table.update_active_entry(job.name, job.attempt_name, "priority", priority),
             )
-
-    def bulk_load(self, jobs: list[Job]) -> None:
-        """Write waiting jobs without transactions: for benchmarks and tests that need a deep
-        queue fast. Not for live use (it checks nothing). Later submissions come after them:
-        the sequence moves past their ``seq``."""
-        jobs = [self._placed(job) for job in jobs]
-        items = [item for job in jobs for item in (codecs.job_item(job), codecs.waiting_item(job))]
-        for start in range(0, len(items), 25):
-            chunk = items[start : start + 25]
-            batch = [{"PutRequest": {"Item": table.ser(item)}} for item in chunk]
-            pending = {self._table: batch}
-            while pending:
-                pending = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems")
-        for action in self._accounts(Counter(line_of(job) for job in jobs)):
-            self._db.update_item(TableName=self._table, **action["Update"])
-        top = max((job.seq for job in jobs), default=0)
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=table.ser(table.SEQ_KEY),
-                UpdateExpression="SET #v = :top",
-                ConditionExpression="attribute_not_exists(#v) OR #v < :top",
-                ExpressionAttributeNames={"#v": "value"},
-                ExpressionAttributeValues=table.ser({":top": top}),
-            )
-        except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise  # (a failed condition: the sequence is past them already)
 
     def set_shares(
         self, shares_text: str, deployed: str, pool_version: int, changed_by: str, now: float
