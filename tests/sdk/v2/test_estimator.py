@@ -167,3 +167,11 @@ def test_other_sdk_calls_still_reach_the_emulated_services(session, tmp_path, un
     )
     names = [m["ModelName"] for m in session.sagemaker_client.list_models()["Models"]]
     assert model in names
+
+
+def test_a_fair_share_id_tag_names_whom_fair_share_charges(session, source, unique):
+    name = unique()
+    project = [{"Key": "fair-share-id", "Value": "project-x"}, *priority_tag(1, seconds=30)]
+    pytorch(session, source, tags=project).fit(wait=False, job_name=name)
+    assert session.queue.job(name)["submitter"] == "project-x"
+    session.queue.cancel(name)

@@ -225,3 +225,10 @@ class _Lines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
+
+
+def test_a_fair_share_id_tag_names_whom_fair_share_charges(session, source, unique):
+    project = [Tag(key="fair-share-id", value="project-x")]
+    name = queued(trainer(session, source, unique("project"), tags_=[*project, *priority_tag(1)]))
+    assert session.queue.job(name)["submitter"] == "project-x"
+    session.queue.cancel(name)
