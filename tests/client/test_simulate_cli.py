@@ -394,3 +394,23 @@ def test_a_weight_that_is_not_positive_is_refused_naming_the_file(capsys, worklo
     )
     assert code == 1 and out == ""
     assert f"--fair-share-weights {weights}: the weight of alice must be more than 0" in err
+
+
+def test_the_summary_shows_each_submitters_waits_and_how_fairly_all_were_served(capsys, tmp_path):
+    path = tmp_path / "sweep.csv"
+    path.write_text(SWEEP)
+    code, out, _ = smq(
+        capsys,
+        "simulate",
+        str(path),
+        "--capacity",
+        "ml.p5.48xlarge=1",
+        "--fair-share-half-life",
+        "3600",
+    )
+    assert code == 0
+    rows = {
+        line.split()[0]: line.split() for line in out.splitlines() if line[:5] in ("alice", "bob  ")
+    }
+    assert rows["alice"][1:3] == ["5", "5.0"] and rows["bob"][1:3] == ["1", "1.0"]
+    assert "fairness over 2 submitters: Jain's index of mean slowdown" in out

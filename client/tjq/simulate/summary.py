@@ -55,4 +55,36 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
         ]
         headers = ("Share", "Jobs", "Mean wait", "p95 wait", "Use of own limit")
         lines += ["", tabulate(shares, headers=headers, disable_numparse=True)]
+    if "by_submitter" in m:
+        lines += ["", *_submitters(m["by_submitter"], m["fairness"])]
     return "\n".join(lines)
+
+
+SUBMITTERS_SHOWN = 10  # the heaviest, by instance-hours submitted
+
+
+def _submitters(by_submitter: dict, fairness: dict) -> list[str]:
+    """The heaviest submitters' waits and slowdowns, and how fairly all were served."""
+    heaviest = sorted(by_submitter, key=lambda who: -by_submitter[who]["instance_hours"])
+    rows = [
+        (
+            who,
+            s["jobs"],
+            f"{s['instance_hours']:.1f}",
+            duration(s["wait_s"]["mean"]),
+            duration(s["wait_s"]["p95"]),
+            f"{s['slowdown']['mean']:.1f}",
+        )
+        for who, s in ((who, by_submitter[who]) for who in heaviest[:SUBMITTERS_SHOWN])
+    ]
+    headers = ("Submitter", "Jobs", "Instance-h", "Mean wait", "p95 wait", "Mean slowdown")
+    out = [tabulate(rows, headers=headers, disable_numparse=True)]
+    if len(heaviest) > SUBMITTERS_SHOWN:
+        out.append(f"... and {len(heaviest) - SUBMITTERS_SHOWN} lighter submitters (--json)")
+    out.append(
+        f"fairness over {fairness['submitters']} submitters: Jain's index of mean slowdown "
+        f"{fairness['jain_slowdown']:.3f}; mean wait of the lighter 80% "
+        f"{duration(fairness['light_mean_wait_s'])}, of the rest "
+        f"{duration(fairness['heavy_mean_wait_s'])}"
+    )
+    return out
