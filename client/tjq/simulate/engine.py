@@ -27,11 +27,8 @@ It models what the queue and SageMaker do, in the order the real system does it:
 
 from __future__ import annotations
 
-import bisect
 import heapq
-import itertools
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -46,10 +43,9 @@ from job_queue.scheduler import (
     WaitingJob,
     after,
     plan,
-    queue_order,
     reservations,
 )
-from job_queue.scheduler.fair_share import InLine, Usage, charge, in_line, line_of, standings
+from job_queue.scheduler.fair_share import Usage, charge
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -60,6 +56,7 @@ from tjq.simulate.records import (
     SimResult,
     SimSettings,
 )
+from tjq.simulate.waiting import Waiting
 from tjq.simulate.workload import WorkloadJob
 
 __all__ = ["Decision", "SimResult", "SimSettings", "queue_decision", "simulate"]
@@ -110,11 +107,6 @@ class _Replay:
         self.done_work = [0.0] * len(jobs)  # checkpointed progress kept across attempts
         self.events: list[tuple[float, int, int, int, int]] = []
         self.counter = 0
-        self.waiting_keys: list[tuple[int, int]] = []  # (-priority, seq), sorted
-        self.uncapped_keys: list[tuple[int, int]] = []  # jobs on uncapped types only
-        self.waiting: dict[tuple[int, int], int] = {}
-        # How many waiting jobs need n instances of a type: for idle_while_waiting.
-        self.waiting_sizes: dict[str, Counter[int]] = {t: Counter() for t in self.capacity}
         self.index_of = {spec.name: i for i, spec in enumerate(jobs)}
         self.waiting_view = [
             WaitingJob(
@@ -132,11 +124,9 @@ class _Replay:
             )
             for i, job in enumerate(jobs)
         ]
+        fair = settings.policy.fair_share is not None
+        self.queue = Waiting(self.waiting_view, self.capacity, fair)
         self.usage = Usage()  # fair share: the usage of attempts and pools that ended
-        # Fair share: the waiting jobs' keys by line (submitter, partition), each sorted.
-        self.lines: dict[tuple, list[tuple[int, int]]] | None = (
-            {} if settings.policy.fair_share else None
-        )
         self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
         self.pool_records: list[PoolRecord] = []
         self.retry_pending = False
@@ -169,7 +159,7 @@ class _Replay:
                 if self.progress and handled % 1000 == 0:
                     self.progress(handled, total)
             elif kind == _UNPROTECTED:
-                if not self.waiting_keys or not self._is_current(index, attempt):
+                if not self.queue or not self._is_current(index, attempt):
                     continue  # nobody waits to preempt it, or it ended already
             elif kind == _RETRY:
                 self.retry_pending = False
@@ -178,7 +168,7 @@ class _Replay:
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
-            self.depth.append((now, len(self.waiting_keys)))
+            self.depth.append((now, len(self.queue)))
         if self.progress:
             self.progress(total, total)
         self._expire_pools(math.inf)
@@ -197,16 +187,12 @@ class _Replay:
         return order
 
     def _enqueue(self, index: int) -> None:
-        key = queue_order(self.waiting_view[index])
-        self.waiting[key] = index
+        self.queue.add(index, self._size(index))
+
+    def _size(self, index: int) -> tuple[str, int] | None:
+        """The type and count of instances a row waits for (None: an uncapped type)."""
         spec = self.results[index].spec
-        if not self._counted(spec):
-            bisect.insort(self.uncapped_keys, key)
-            return
-        bisect.insort(self.waiting_keys, key)
-        self.waiting_sizes[spec.instance_type][spec.instance_count] += 1
-        if self.lines is not None:
-            bisect.insort(self.lines.setdefault(line_of(self.waiting_view[index]), []), key)
+        return (spec.instance_type, spec.instance_count) if self._counted(spec) else None
 
     def _counted(self, spec: WorkloadJob) -> dict[str, int]:
         """The instances of a row that count (none, on an uncapped type)."""
@@ -256,14 +242,16 @@ class _Replay:
             shares=self.settings.shares,
             usage=self.usage,
         )
-        decided = self.decide(seen, self._waiting(seen), self.settings.policy)
+        decided = self.decide(
+            seen, self.queue.in_order(seen, self.settings.policy.fair_share), self.settings.policy
+        )
         for release in decided.releases:
             self._end_pool(release.pool.name, now, "released")
         for preemption in decided.preemptions:
             self._preempt(self.index_of[preemption.victim.name], now)
         started = []
         for waiting in decided.starts:
-            index = self.waiting[queue_order(waiting)]
+            index = self.queue.index_of(waiting)
             planned = decided.warm.get(waiting.name)
             on_plan = decided.plans.get(waiting.name)
             # A job on a plan starts on neither a pool nor on-demand instances.
@@ -278,7 +266,7 @@ class _Replay:
                     self.retry_pending = True
                     self._push(now + RETRY_SECONDS, _RETRY, index, 0)
                 continue
-            del self.waiting[queue_order(waiting)]
+            self.queue.remove(index, self._size(index))
             if pool is not None:
                 self._end_pool(pool, now, "reused")
             if on_plan:
@@ -290,35 +278,9 @@ class _Replay:
             carried = after(seen, replace(decided, starts=tuple(started)))
             self.active_view = {self.index_of[job.name]: job for job in carried.active}
 
-    def _waiting(self, seen: Snapshot) -> Iterable[WaitingJob]:
-        """The queue as the pass reads it: jobs on uncapped types first (they start at once,
-        whatever waits for capacity), then in queue order, or with fair share line by line
-        in fair-share order."""
-        view, at = self.waiting_view, self.waiting
-        uncapped = (view[at[key]] for key in self.uncapped_keys)
-        fair = self.settings.policy.fair_share
-        if self.lines is None or fair is None:
-            return itertools.chain(uncapped, (view[at[key]] for key in self.waiting_keys))
-        lines = [(view[at[key]] for key in keys) for keys in self.lines.values()]
-        return InLine(itertools.chain(uncapped, in_line(lines, standings(seen, fair))))
-
     def _start(self, index: int, now: float, warm: bool = False) -> None:
         result = self.results[index]
         spec = result.spec
-        key = queue_order(self.waiting_view[index])
-        if self._counted(spec):
-            del self.waiting_keys[bisect.bisect_left(self.waiting_keys, key)]
-            if self.lines is not None:
-                line = self.lines[line_of(self.waiting_view[index])]
-                del line[bisect.bisect_left(line, key)]
-                if not line:
-                    del self.lines[line_of(self.waiting_view[index])]
-            sizes = self.waiting_sizes[spec.instance_type]
-            sizes[spec.instance_count] -= 1
-            if not sizes[spec.instance_count]:
-                del sizes[spec.instance_count]
-        else:
-            self.uncapped_keys.remove(key)
         latency = self.settings.warm_start_latency if warm else self.settings.start_latency
         attempt = AttemptRecord(
             spec.name, len(result.attempts) + 1, now, warm=warm, latency=latency
@@ -425,9 +387,9 @@ class _Replay:
         return free
 
     def _account_idle(self, start: float, end: float) -> None:
-        if not self.waiting_keys:
+        if not self.queue:
             return
         for key, free in self._free(start).items():
-            sizes = self.waiting_sizes[reservations.key_type(key)]
+            sizes = self.queue.sizes[reservations.key_type(key)]
             if free > 0 and sizes and min(sizes) <= free:
                 self.idle += free * (end - start)
