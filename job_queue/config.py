@@ -12,9 +12,8 @@ from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import (
-    DEFAULT_LOOKAHEAD,
     FairShareError,
-    parse_fair_share,
+    fair_share_from_environment,
     with_weights,
 )
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
@@ -186,7 +185,7 @@ class Settings:
                 warm_affinity_s=parse_seconds(
                     "WARM_AFFINITY_SECONDS", env.get("WARM_AFFINITY_SECONDS") or "0"
                 ),
-                fair_share=fair_share_setting(env),
+                fair_share=_fair_share(env),
             ),
             finished_retention_days=int(env.get("FINISHED_RETENTION_DAYS") or 30),
             keep_alive_seconds=int(
@@ -366,25 +365,11 @@ def parse_admins(text: str) -> tuple[str, ...]:
         raise ConfigError(str(exc)) from None
 
 
-def fair_share_setting(env: Mapping[str, str]) -> FairShare | None:
-    """FAIR_SHARE_HALF_LIFE_SECONDS (0 or unset: off), FAIR_SHARE_LOOKAHEAD_SECONDS (600)
-    and FAIR_SHARE_WEIGHTS (JSON)."""
+def _fair_share(env: Mapping[str, str]) -> FairShare | None:
     try:
-        return parse_fair_share(
-            env.get("FAIR_SHARE_HALF_LIFE_SECONDS") or "0",
-            env.get("FAIR_SHARE_WEIGHTS", ""),
-            env.get("FAIR_SHARE_LOOKAHEAD_SECONDS") or str(DEFAULT_LOOKAHEAD),
-            FAIR_SHARE_VARIABLES,
-        )
+        return fair_share_from_environment(env)
     except FairShareError as exc:
         raise ConfigError(str(exc)) from None
-
-
-FAIR_SHARE_VARIABLES = (
-    "FAIR_SHARE_HALF_LIFE_SECONDS",
-    "FAIR_SHARE_WEIGHTS",
-    "FAIR_SHARE_LOOKAHEAD_SECONDS",
-)
 
 
 def parse_seconds(variable: str, text: str) -> float:

@@ -18,6 +18,13 @@ FAIR_SHARE_ID = re.compile(r"^[A-Za-z0-9][\w.:/=+@-]{0,127}$")
 DEFAULT_LOOKAHEAD = 600.0
 
 
+ENVIRONMENT = (
+    "FAIR_SHARE_HALF_LIFE_SECONDS",
+    "FAIR_SHARE_WEIGHTS",
+    "FAIR_SHARE_LOOKAHEAD_SECONDS",
+)
+
+
 class FairShareError(ValueError):
     """A fair-share setting is malformed; the message names it."""
 
@@ -40,6 +47,18 @@ def parse_fair_share(
     if not half_life_s:
         return None
     return FairShare(half_life_s, lookahead_s, checked)
+
+
+def fair_share_from_environment(env) -> FairShare | None:
+    """The Lambda's FAIR_SHARE_HALF_LIFE_SECONDS (0 or unset: off), FAIR_SHARE_WEIGHTS
+    (JSON) and FAIR_SHARE_LOOKAHEAD_SECONDS (600)."""
+    half_life, weights, lookahead = ENVIRONMENT
+    return parse_fair_share(
+        env.get(half_life) or "0",
+        env.get(weights, ""),
+        env.get(lookahead) or str(DEFAULT_LOOKAHEAD),
+        ENVIRONMENT,
+    )
 
 
 def parse_weights(text: str, name: str = "FairShareWeights") -> tuple[tuple[str, float], ...]:

@@ -22,18 +22,18 @@ from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
+from job_queue.store.pool_writes import IDLE_POOL, PoolWrites
 from job_queue.store.reads import Holders, TableReads, _code
 from job_queue.store.runs import RunTimes
 from job_queue.store.table import POOL_KEY, TTL_ATTRIBUTE
 
 _PENDING, _PREEMPTED = JobState.PENDING.value, JobState.PREEMPTED.value
 # A warm pool that exists and that no job is being started on.
-_IDLE_POOL = "attribute_exists(pools.#pool) AND attribute_not_exists(pools.#pool.claimed_by)"
 
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping, BulkLoading):
+class DynamoJobStore(TableReads, PoolWrites, RunTimes, HolderNotes, LineKeeping, BulkLoading):
     """Reads and conditional writes of the queue table.
 
     Example::
@@ -110,7 +110,7 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping, BulkLoading
         job_update = f"SET {', '.join(sets)}" + (f" REMOVE {', '.join(removes)}" if removes else "")
         if warm is not None:
             holders += ", pools.#pool.claimed_by = :an, pools.#pool.claimed_at = :now"
-            condition += f" AND {_IDLE_POOL}"
+            condition += f" AND {IDLE_POOL}"
             names["#pool"] = warm.name
         self._transact(
             table.update(
@@ -245,56 +245,6 @@ class DynamoJobStore(TableReads, RunTimes, HolderNotes, LineKeeping, BulkLoading
             actions.append(table.put(codecs.waiting_item(waiting)))
             line = {line_of(waiting): 1}
         self._transact(*actions, *self._accounts(line, self._attempt_usage(job, changes, now)))
-
-    # -- warm pools ------------------------------------------------------------------------
-
-    def release_pool(self, pool: WarmPool, now: float, audit: AuditEntry | None = None) -> None:
-        """An idle pool was released (or SageMaker ended it): its instances are free. No
-        version bump: a pass that still counts them only starts less; one that plans to start
-        a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
-        added to the trail of the job that left the pool, in the same transaction."""
-        writes = [
-            table.update(POOL_KEY, "REMOVE pools.#pool", _IDLE_POOL, {}, {"#pool": pool.name}),
-            *self._accounts({}, self._pool_usage(pool, min(now, pool.expires_at))),
-        ]
-        if audit is not None:
-            clause, values = table.append_history(codecs.audit_value(audit))
-            writes.append(
-                table.update(
-                    table.job_key(pool.job), f"SET {clause}", "attribute_exists(#state)", values
-                )
-            )
-        self._transact(*writes)
-
-    def drop_pool(self, pool: WarmPool) -> None:
-        """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
-        moved it) or SageMaker ended it. Its instances were counted by the claimer (its idle
-        time until the claim is charged now)."""
-        until = pool.claimed_at if pool.claimed_at is not None else pool.since
-        self._transact(
-            table.update(
-                POOL_KEY,
-                "REMOVE pools.#pool",
-                "pools.#pool.claimed_by = :by",
-                {":by": pool.claimed_by},
-                {"#pool": pool.name},
-            ),
-            *self._accounts({}, self._pool_usage(pool, until)),
-        )
-
-    def unclaim_pool(self, pool: WarmPool) -> None:
-        """SageMaker did not start the claimer on the pool: it is idle again, and holds its
-        instances again — a version bump, as a plan that did not count them is stale."""
-        self._transact(
-            table.update(
-                POOL_KEY,
-                "REMOVE pools.#pool.claimed_by, pools.#pool.claimed_at "
-                "SET version = version + :one",
-                "pools.#pool.claimed_by = :by",
-                {":by": pool.claimed_by, ":one": 1},
-                {"#pool": pool.name},
-            )
-        )
 
     # -- jobs started outside the queue -------------------------------------------------------
 

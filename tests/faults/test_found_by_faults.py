@@ -8,7 +8,7 @@ from tests.faults.scenarios import SCENARIOS, job
 from tests.faults.world import World
 
 RELEASE = next(s for s in SCENARIOS if s.name.startswith("an idle warm pool is released"))
-STORE_RELEASE = Site("store.dynamodb:DynamoJobStore.release_pool", "transact_write_items")
+STORE_RELEASE = Site("store.pool_writes:PoolWrites.release_pool", "transact_write_items")
 SAGEMAKER_RELEASE = Site("sagemaker:SageMakerGateway.release_pool", "update_training_job")
 
 
