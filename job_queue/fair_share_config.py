@@ -118,6 +118,11 @@ def with_weights(policy: Policy, deployed: str, set_text: str | None, set_over: 
     deployment changed FairShareWeights since (``set_over``, the deployed text they
     replaced, differs from ``deployed``)."""
     fair = policy.fair_share
-    if fair is None or set_text is None or set_over != deployed:
+    if fair is None or not set_in_effect(deployed, set_text, set_over):
         return policy
     return replace(policy, fair_share=replace(fair, weights=parse_weights(set_text)))
+
+
+def set_in_effect(deployed: str, set_text: str | None, set_over: str | None) -> bool:
+    """Whether weights set at run time hold: some were set, over the weights deployed now."""
+    return set_text is not None and set_over == deployed

@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 
 from job_queue.access import Caller, caller_from
 from job_queue.errors import InvalidRequest, QueueError
+from job_queue.fair_share_config import set_in_effect
 from job_queue.outlook import Outlook
 from job_queue.paging import parse_limit
 from job_queue.request import parse_body, parse_json
@@ -102,10 +103,10 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         return shares()
 
     def usage() -> Response:
-        seen, accounts, fair, held = service.usage()
+        viewed, held = service.usage()
         deployed = service.settings.fair_share_weights_text
-        changed = held.weights_deployed == deployed and held.weights_changed_by
-        answer = usage_view(seen, accounts, fair)
+        changed = set_in_effect(deployed, held.weights_text, held.weights_deployed)
+        answer = usage_view(viewed.seen, viewed.accounts, viewed.policy.fair_share)
         answer["changed"] = (
             {"by": held.weights_changed_by, "at": iso(held.weights_changed_at)} if changed else None
         )

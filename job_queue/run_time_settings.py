@@ -15,15 +15,13 @@ from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
 from job_queue.retry import RETRIES, busy, until_settled
-from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
-from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import dumps_shares
 from job_queue.store import Holders
-from job_queue.store.accounts import Accounts
 
 if TYPE_CHECKING:
     from job_queue.config import Settings
+    from job_queue.scheduling import View
     from job_queue.store import DynamoJobStore
 
 logger = Logger(child=True)
@@ -48,15 +46,11 @@ class RunTimeSettings:
         waiting = {s.name: self.store.depth(types, s.name, accounts) for s in layout.shares}
         return layout, usage, waiting, held
 
-    def usage(self) -> tuple[Snapshot, Accounts | None, FairShare | None, Holders]:
-        """What fair share sees now: the snapshot (what holds instances, the usage of work
-        that ended), the accounts (None: fair share was never on), the fair-share policy in
-        effect, and the holders (who last set the weights)."""
+    def usage(self) -> tuple[View, Holders]:
+        """What fair share sees now (the snapshot, the accounts, the policy in effect), and
+        the holders it was read from (who last set the weights)."""
         held = self.store.holders()
-        accounts = self.store.accounts(held)
-        policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
-        seen = self.layout(held).seen(held, self.clock(), accounts)
-        return seen, accounts, policy.fair_share, held
+        return self.view(held), held
 
     def set_weights(self, value: object, caller: Caller) -> None:
         """Replace the fair-share weights without a deployment (admins only), then

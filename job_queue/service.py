@@ -18,12 +18,7 @@ from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
-from job_queue.errors import (
-    JobConflict,
-    JobNotFound,
-    SageMakerError,
-    StaleState,
-)
+from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of
