@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from job_queue.models import Job
 from job_queue.scheduler import WaitingJob
@@ -38,16 +39,24 @@ _DROPPED = 4
 
 @dataclass(frozen=True)
 class Accounts:
-    """Every account as last read: the usage of work that ended, and the lines that hold
-    waiting jobs (plain partition -> the submitters with jobs in a line of it)."""
+    """Every account as last read: the usage of work that ended, and how many jobs wait in
+    each line ((plain partition, submitter) -> count)."""
 
     usage: Usage = field(default_factory=Usage)
-    lines: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    counts: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (partition, who) -> n
+    counts: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    @cached_property
+    def lines(self) -> Mapping[str, tuple[str, ...]]:
+        """Plain partition -> the submitters with jobs waiting in a line of it."""
+        lines: dict[str, list[str]] = {}
+        for (plain, who), n in sorted(self.counts.items()):
+            if n > 0:
+                lines.setdefault(plain, []).append(who)
+        return {plain: tuple(who) for plain, who in lines.items()}
 
     def in_line(self, plain: str) -> int:
         """How many jobs wait in the lines of partition ``plain``."""
-        return sum(self.counts.get((plain, who), 0) for who in self.lines.get(plain, ()))
+        return sum(self.counts[plain, who] for who in self.lines.get(plain, ()))
 
     def waiting_of(self, account: str) -> int:
         """How many of ``account``'s jobs wait in its lines."""
@@ -57,24 +66,17 @@ class Accounts:
 def accounts_from(items: Iterable[Mapping], fair: FairShare | None) -> Accounts:
     """The accounts of the ``ACCOUNT`` items (usage only of ``fair``'s half-life)."""
     windows: dict[str, dict[int, float]] = {}
-    lines: dict[str, list[str]] = {}
     counts: dict[tuple[str, str], int] = {}
     prefix = None if fair is None else f"{USAGE}{_half_life(fair)}:"
     for item in items:
         account = item["sk"]
         for name, value in item.items():
             if name.startswith(WAITING) and int(value):
-                plain = name.removeprefix(WAITING)
-                counts[plain, account] = int(value)  # never below 0, unless a write was lost
-                if int(value) > 0:
-                    lines.setdefault(plain, []).append(account)
+                # Never below 0, unless a write was lost (the fault suite checks it is not).
+                counts[name.removeprefix(WAITING), account] = int(value)
             elif prefix and name.startswith(prefix) and float(value) > 0:
                 windows.setdefault(account, {})[int(name.removeprefix(prefix))] = float(value)
-    return Accounts(
-        Usage(windows),
-        {plain: tuple(sorted(who)) for plain, who in sorted(lines.items())},
-        counts,
-    )
+    return Accounts(Usage(windows), counts)
 
 
 def account_updates(
