@@ -414,3 +414,23 @@ def test_the_summary_shows_each_submitters_waits_and_how_fairly_all_were_served(
     }
     assert rows["alice"][1:3] == ["5", "5.0"] and rows["bob"][1:3] == ["1", "1.0"]
     assert "fairness over 2 submitters: Jain's index of mean slowdown" in out
+
+
+def test_fair_share_orders_the_jobs_that_run_on_a_training_plan_too(capsys, tmp_path):
+    rows = [line + ",7200" for line in SWEEP.strip().splitlines()]
+    rows[0] = rows[0].removesuffix(",7200") + ",max_runtime_s"
+    path = tmp_path / "sweep.csv"
+    path.write_text("\n".join(rows) + "\n")
+    code, out, err = smq(
+        capsys,
+        "simulate",
+        str(path),
+        "--plan",
+        "ml.p5.48xlarge=1@0-86400",
+        "--json",
+        "--fair-share-half-life",
+        "3600",
+    )
+    assert code == 0, err
+    starts = {job["name"]: job["first_start_s"] for job in json.loads(out)["jobs"]}
+    assert sorted(starts, key=starts.get)[1] == "bobs-job"  # on the plan's instance, as on-demand
