@@ -217,7 +217,7 @@ class Actions:
             case lifecycle.MarkRunning(attempt):
                 self.store.mark_running(job, attempt)
                 self.changed(job, JobState.RUNNING, now, attempt=attempt.number)
-            case lifecycle.Settle(state, attempts, failure_reason, pool):
+            case lifecycle.Settle(state, attempts, failure_reason, pool, note):
                 changes: dict = {}
                 if attempts is not None:
                     changes["attempts"] = attempts
@@ -228,6 +228,7 @@ class Actions:
                 reason = failure_reason or (ended and (ended.preempted_by or ended.failure_reason))
                 if state is JobState.PREEMPTED and reason:
                     reason = f"preempted by {reason}"
+                reason = note or reason
                 self.changed(job, state, now, reason, attempt=ended and ended.number)
                 if state is JobState.COMPLETED and attempts:
                     self._record_run(job, attempts[-1])

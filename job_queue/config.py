@@ -16,6 +16,7 @@ from job_queue.fair_share_config import (
     fair_share_from_environment,
     with_weights,
 )
+from job_queue.limits import Limits, parse_max_preemptions, parse_rules
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
@@ -76,6 +77,7 @@ class Settings:
     # Jobs without a CheckpointConfig save under this + their name ("": they get none).
     checkpoint_s3_uri: str = ""
     fair_share_weights_text: str = ""  # FAIR_SHARE_WEIGHTS as deployed
+    limits: Limits = field(default_factory=Limits)  # retries after failures, preemptions
 
     def policy_in_effect(self, weights_text: str | None, over: str | None) -> Policy:
         """The policy, with fair-share weights set at run time (PUT /usage/weights) unless
@@ -196,6 +198,7 @@ class Settings:
             ),
             checkpoint_s3_uri=parse_checkpoint_uri(env.get("CHECKPOINT_S3_URI", "")),
             fair_share_weights_text=env.get("FAIR_SHARE_WEIGHTS", ""),
+            limits=_limits(env),
         )
         both = sorted(uncapped & set(settings.capacity))
         if both:
@@ -369,6 +372,14 @@ def _fair_share(env: Mapping[str, str]) -> FairShare | None:
     try:
         return fair_share_from_environment(env)
     except FairShareError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _limits(env: Mapping[str, str]) -> Limits:
+    try:
+        rules = parse_rules(env.get("RETRY_ON_FAILURE", ""))
+        return Limits(rules, parse_max_preemptions(env.get("MAX_PREEMPTIONS", "")))
+    except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
 

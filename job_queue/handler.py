@@ -154,5 +154,7 @@ def _emit_metrics(service: QueueService) -> None:
         metrics.add_metric(f"ShareBorrowed.{where}", MetricUnit.Count, usage.borrowed)
     for share, count in report.waiting_by_share.items():
         metrics.add_metric(f"ShareWaiting.{share}", MetricUnit.Count, count)
+    for code, count in report.waiting_by_reason.items():
+        metrics.add_metric(f"WaitingJobs.{code}", MetricUnit.Count, count)
     if metrics.metric_set:
         metrics.flush_metrics()

@@ -12,7 +12,9 @@ The rules:
 * InProgress for a starting job: it runs, and its attempt is recorded.
 * Completed: completed. Failed: failed, with SageMaker's reason — unless the reason says the
   instances could not be provisioned and nobody was stopping the job: then it never ran, and
-  it goes back to its place in the queue to retry after a backoff.
+  it goes back to its place in the queue to retry after a backoff; or unless the reason
+  matches a ``RetryOnFailure`` rule (:mod:`job_queue.limits`) the job has not used
+  up: then it goes back to its place, to resume from its checkpoint.
 * Stopped: a job being preempted waits to resume, in its place; a job being cancelled is
   cancelled; any other was stopped outside the queue (console, CLI) and is not requeued.
 * Whatever the end, a job with a keep-alive may leave a warm pool: SageMaker says
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from job_queue.limits import DEFAULT_LIMITS, Limits, retried
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.sagemaker import (
     PoolStatus,
@@ -88,6 +91,7 @@ class Settle:
     attempts: tuple[Attempt, ...] | None = None  # None: unchanged
     failure_reason: str | None = None
     pool: WarmPool | None = None
+    note: str | None = None  # why, for its event, where the attempts do not say it
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ def on_status(
     now: float,
     backoff: Backoff = Backoff(),
     found: TrainingJobStatus | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Decision:
     """SageMaker job ``sagemaker_name`` (started for ``job``) reached ``status``; ``found``,
     when the job was described, says whether SageMaker kept a warm pool of it."""
@@ -167,7 +172,7 @@ def on_status(
         return Ignore(f"the job is {job.state}")
     if status is None or not status.ended:
         return Ignore(f"{status or 'an unknown status'} changes nothing")
-    decision = _ended(job, status, reason, now, backoff)
+    decision = _ended(job, status, reason, now, backoff, limits)
     if isinstance(decision, Settle) and found is not None and found.pool is PoolStatus.AVAILABLE:
         return replace(decision, pool=pool_left(job, found, now))
     return decision
@@ -212,6 +217,7 @@ def on_description(
     claimed_at: float,
     now: float,
     backoff: Backoff = Backoff(),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Decision:
     """The sweep described ``sagemaker_name`` (None: SageMaker has no such job) for ``job``,
     which claimed its instances at ``claimed_at``."""
@@ -233,7 +239,7 @@ def on_description(
         return decision
     if found.status is not None and found.status.ended:
         return on_status(
-            job, sagemaker_name, found.status, found.failure_reason, now, backoff, found
+            job, sagemaker_name, found.status, found.failure_reason, now, backoff, found, limits
         )
     if job.state is JobState.STARTING:
         return MarkRunning(_new_attempt(job, now))
@@ -298,7 +304,12 @@ def on_pool(
 
 
 def _ended(
-    job: Job, status: SageMakerStatus, reason: str | None, now: float, backoff: Backoff
+    job: Job,
+    status: SageMakerStatus,
+    reason: str | None,
+    now: float,
+    backoff: Backoff,
+    limits: Limits,
 ) -> Settle | BackOff:
     if status is SageMakerStatus.COMPLETED:
         return Settle(JobState.COMPLETED, closed(job, Outcome.COMPLETED, now))
@@ -306,13 +317,24 @@ def _ended(
         if is_capacity_failure(reason) and not job.state.is_stopping:
             attempts = closed(job, Outcome.CAPACITY_ERROR, now, reason)
             return _back_off(job, reason, now, backoff, attempts)
+        earlier = [a.failure_reason for a in job.attempts if a.outcome is Outcome.FAILED]
+        note = None if job.state.is_stopping else retried(limits.retry_on_failure, reason, earlier)
+        if note is not None:
+            return Settle(JobState.PENDING, closed(job, Outcome.FAILED, now, reason), note=note)
         return Settle(
             JobState.FAILED,
             closed(job, Outcome.FAILED, now, reason),
             failure_reason=reason or "SageMaker reported Failed without a reason",
         )
     if job.state is JobState.PREEMPTING:
-        return Settle(JobState.PREEMPTED, closed(job, Outcome.PREEMPTED, now))
+        attempts = closed(job, Outcome.PREEMPTED, now)
+        cap = limits.preemptions_allowed(job.max_preemptions)
+        preempted = job.preemptions + 1
+        if cap is not None and preempted > cap:
+            times = "once" if preempted == 1 else f"{preempted} times"
+            why = f"preempted {times}, more than its max-preemptions ({cap}) allows"
+            return Settle(JobState.FAILED, attempts, failure_reason=why)
+        return Settle(JobState.PREEMPTED, attempts)
     if job.state is JobState.CANCELLING:
         return Settle(JobState.CANCELLED, closed(job, Outcome.CANCELLED, now))
     return Settle(JobState.STOPPED, closed(job, Outcome.STOPPED, now))

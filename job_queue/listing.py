@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from job_queue import outlook, paging
 from job_queue.config import Layout
 from job_queue.scheduler import WaitingJob, positions
-from job_queue.scheduler.forecast import ExpectedStart, RunHistory
+from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory
+from job_queue.scheduler.waiting_for import WaitingFor, beyond_horizon
 from job_queue.scheduling import View
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
@@ -25,6 +26,7 @@ class Listing:
     waiting: list[WaitingJob]  # this page's waiting jobs, in queue order
     positions: list[int]
     expected: dict[str, ExpectedStart]
+    waiting_for: dict[str, WaitingFor]  # why each waits (none: it starts in the next pass)
     next_token: str | None  # None: the last page
     waiting_total: int  # waiting jobs in the whole queue (at least)
     counted_at: float | None  # when the sweep counted them (None: counted now, exactly)
@@ -56,9 +58,13 @@ def list_page(
     before = sum(start.line.single.values()) + len(start.line.multi)
     places = positions(page, start.line)
     whole = start.after is None and not more  # the page is the whole queue
-    expected = outlook.expected_starts(
-        reading, viewed.policy, seen, history, page if whole else None
-    )
+    horizon = page if whole else outlook.waiting_within_horizon(reading, seen)
+    expected = outlook.expected_starts(reading, viewed.policy, seen, history, horizon)
+    why = outlook.reasons(seen, horizon, viewed.policy)
+    read = {job.name for job in horizon}
+    for job in page:
+        if job.name not in read:
+            why[job.name] = beyond_horizon(HORIZON)
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.
     known = before + len(page) + more
@@ -70,6 +76,7 @@ def list_page(
         page,
         places,
         expected,
+        why,
         paging.next_token(page[-1], start.line) if more else None,
         total,
         counted_at,

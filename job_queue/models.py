@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from job_queue import warm_pools
+from job_queue import tags, warm_pools
 
 
 class JobState(StrEnum):
@@ -170,6 +170,12 @@ class Job:
         """StoppingCondition.MaxRuntimeInSeconds: how long an attempt may run at most."""
         value = (self.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
         return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def max_preemptions(self) -> int | None:
+        """Its ``max-preemptions`` tag: how often it may be preempted and requeued; one
+        preemption more fails it (None: the queue's default)."""
+        return tags.max_preemptions(self.request.get("Tags"))
 
     @property
     def keep_alive(self) -> int:

@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from job_queue.models import Job
 from job_queue.scheduler import Policy, WaitingJob, forecast, positions
 from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory, partition
+from job_queue.scheduler.planner import explain
 from job_queue.scheduler.snapshot import Snapshot
+from job_queue.scheduler.waiting_for import Reason, WaitingFor, beyond_horizon
 from job_queue.store.queue_reading import QueueReading
+
+NO_SHARE = "it was queued before the queue had quota shares, and has none: it cannot start"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class Outlook:
     position: int | None = None  # its place in line; None: unknown, or not waiting
     expected: ExpectedStart | None = None
     beyond: int | None = None  # set when its place is unknown: more than this many ahead
+    waiting_for: WaitingFor | None = None  # why it waits (None: it starts in the next pass)
 
 
 def outlook_of(
@@ -42,10 +47,21 @@ def outlook_of(
     that a pass has started since)."""
     if not job.state.is_waiting:
         return Outlook()
-    waiting = [j for j in waiting_within_horizon(reading, seen) if j.name not in started]
+    waiting = still_waiting(reading, seen, started)
     position = settled_places(waiting).get(job.name)
     expected = expected_starts(reading, policy, seen, history, waiting).get(job.name)
-    return Outlook(position, expected, None if position is not None else HORIZON)
+    why = reasons(seen, waiting, policy).get(job.name)
+    if why is None and all(j.name != job.name for j in waiting):
+        why = beyond_horizon(HORIZON)
+    return Outlook(position, expected, None if position is not None else HORIZON, why)
+
+
+def still_waiting(
+    reading: QueueReading, seen: Snapshot, started: frozenset[str]
+) -> list[WaitingJob]:
+    """:func:`waiting_within_horizon`, but for ``started``: jobs the reading still shows
+    waiting that a pass has started since."""
+    return [job for job in waiting_within_horizon(reading, seen) if job.name not in started]
 
 
 def waiting_within_horizon(reading: QueueReading, seen: Snapshot) -> list[WaitingJob]:
@@ -91,6 +107,19 @@ def expected_starts(
     order, if already read)."""
     if waiting is None:
         waiting = waiting_within_horizon(reading, seen)
-    if seen.shares:  # as a pass: jobs queued before there were shares are not offered
-        waiting = [job for job in waiting if job.share is not None]
-    return forecast.expected_starts(seen, waiting, history, policy)
+    return forecast.expected_starts(seen, offered(seen, waiting), history, policy)
+
+
+def reasons(seen: Snapshot, waiting: Sequence[WaitingJob], policy: Policy) -> dict[str, WaitingFor]:
+    """Why each of ``waiting`` (read as :func:`waiting_within_horizon` reads) does not start:
+    the pass's own reasons (:func:`~job_queue.scheduler.planner.explain`)."""
+    why = explain(seen, offered(seen, waiting), policy)
+    for job in waiting:
+        if job.name not in why and seen.shares and job.share is None:
+            why[job.name] = WaitingFor(Reason.NO_CAPACITY, NO_SHARE)
+    return why
+
+
+def offered(seen: Snapshot, waiting: Sequence[WaitingJob]) -> list[WaitingJob]:
+    """The jobs a pass offers: with shares, jobs queued before there were shares are not."""
+    return [job for job in waiting if job.share is not None] if seen.shares else list(waiting)

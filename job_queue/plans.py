@@ -18,12 +18,11 @@ from datetime import datetime
 from aws_lambda_powertools import Logger
 
 from job_queue.errors import SageMakerError
-from job_queue.scheduler.reservations import ENDED, Reservation, TrainingPlan
+from job_queue.scheduler.reservations import ENDED, NOT_READ, Reservation, TrainingPlan
 
 PLAN_ARN = re.compile(
     r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}"
 )
-NOT_READ = "not read yet"
 
 logger = Logger(child=True)
 

@@ -20,6 +20,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import BotoCoreError, ClientError
 
 from job_queue.models import Job, JobState
+from job_queue.scheduler.waiting_for import WaitingFor
 
 logger = Logger(child=True)
 
@@ -43,6 +44,7 @@ class StateChange:
     submitted_by: str | None
     attempt: int | None  # the attempt it is on (starting to its end), if it has one
     reason: str | None = None
+    waiting_for: WaitingFor | None = None  # on a submission: why it waits, as first decided
 
     @classmethod
     def of(
@@ -103,6 +105,7 @@ def detail(change: StateChange | PoolReleased, queue_name: str) -> dict:
         "from": change.from_state.value if change.from_state else None,
         "to": change.to_state.value,
         "reason": change.reason,
+        "waiting_for": change.waiting_for.to_dict() if change.waiting_for else None,
         "priority": change.priority,
         "share": change.share,
         "sagemaker_job_name": change.sagemaker_job_name,

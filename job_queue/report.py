@@ -3,14 +3,16 @@ the queue's events (the state changes it wrote)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from job_queue.config import Layout
 from job_queue.queue_events import PoolReleased, StateChange
 from job_queue.scheduler import ActiveJob
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
+from job_queue.scheduler.waiting_for import Reason, WaitingFor
 
 
 @dataclass
@@ -28,9 +30,28 @@ class Report:
     queue_depth: int | None = None
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
+    waiting_by_reason: dict[str, int] = field(default_factory=dict)  # after a sweep's pass
     outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
     # For the queue's events: the state changes it wrote, and the pools it released.
     changes: list[StateChange | PoolReleased] = field(default_factory=list)
+
+    def submitted_waiting(self, job: str, why: WaitingFor | None) -> None:
+        """The submission of ``job`` is to say why it waits (its first code), in its event."""
+        self.changes = [
+            replace(c, waiting_for=why)
+            if isinstance(c, StateChange) and c.job == job and c.from_state is None
+            else c
+            for c in self.changes
+        ]
+
+    def count_reasons(self, why: Iterable[WaitingFor], unread: int) -> None:
+        """How many waiting jobs wait for each reason after the sweep's pass: ``why`` for
+        those a replay reads (the first HORIZON of each partition), and ``unread`` more that
+        wait behind them (``queue-order``)."""
+        counts = Counter(reason.code.value for reason in why)
+        if unread > 0:
+            counts[Reason.QUEUE_ORDER.value] += unread
+        self.waiting_by_reason = dict(sorted(counts.items()))
 
     def record_usage(
         self,

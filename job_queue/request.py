@@ -113,6 +113,10 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
         )
     warm_pools.check_keep_alive(request)
     priority = priority_of(request.get("Tags"))
+    try:
+        tags.max_preemptions(request.get("Tags"))
+    except ValueError as exc:
+        raise InvalidRequest.must(f"Tags.{tags.MAX_PREEMPTIONS}", str(exc)) from None
     return Submission(
         name=job_name,
         priority=priority,

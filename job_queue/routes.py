@@ -67,9 +67,9 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         active = sorted(held.jobs, key=preemption_order, reverse=True)
         # Every page has the holders; the waiting jobs are the page's.
         rows = [active_row(j, held.attempt_names[j.name], now) for j in active]
-        plans, expected = layout.plans, listing.expected
+        expected, why = listing.expected, listing.waiting_for
         places = zip(waiting, listing.positions, strict=True)
-        rows += [waiting_row(j, p, now, plans, expected.get(j.name)) for j, p in places]
+        rows += [waiting_row(j, p, now, expected.get(j.name), why.get(j.name)) for j, p in places]
         answer = {
             "queue": service.settings.queue_name,
             "jobs": rows,
@@ -78,7 +78,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
             "waiting_counted_at": iso(listing.counted_at),
             "pools": [pool_row(p, now) for p in held.idle_pools(now)],
             "outside": [outside_row(j, now) for j in held.outside],
-            "plans": [plan_row(p, held.jobs, now) for p in plans],
+            "plans": [plan_row(p, held.jobs, now) for p in layout.plans],
             "capacity": dict(layout.capacity),
             "uncapped": sorted(layout.uncapped),
             "shares": [share.name for share in layout.shares],

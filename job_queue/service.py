@@ -21,7 +21,7 @@ from job_queue.config import Layout, Settings
 from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
-from job_queue.outlook import Outlook, outlook_of
+from job_queue.outlook import Outlook, outlook_of, reasons, still_waiting
 from job_queue.report import Report
 from job_queue.request import parse_priority, validate_submission
 from job_queue.retry import RETRIES, busy, until_settled
@@ -138,6 +138,7 @@ class QueueService(RunTimeSettings):
         answer = outlook_of(
             scheduled.reading, scheduled.policy, scheduled.seen, job, history, started
         )
+        self.report.submitted_waiting(job.name, answer.waiting_for)
         return Submitted(job, answer, created=True)
 
     def get(self, name: str) -> Job:
@@ -268,7 +269,14 @@ class QueueService(RunTimeSettings):
         self._actions.decide(
             job,
             lambda current: lifecycle.on_status(
-                current, sagemaker_name, status, reason, self.clock(), self._backoff, found
+                current,
+                sagemaker_name,
+                status,
+                reason,
+                self.clock(),
+                self._backoff,
+                found,
+                self.settings.limits,
             ),
         )
         self.schedule()
@@ -313,7 +321,12 @@ class QueueService(RunTimeSettings):
             self.report.queue_depth += sum(self.report.waiting_by_share.values())
         # Kept for GET /jobs, which then need not count a deep queue on every page.
         self.store.set_waiting_count(self.report.queue_depth, self.clock())
-        self.schedule()
+        scheduled = self.schedule()
+        started = started_names(scheduled.plan)
+        waiting = still_waiting(scheduled.reading, scheduled.seen, started)
+        why = reasons(scheduled.seen, waiting, scheduled.policy)
+        unread = self.report.queue_depth - len(started) - len(waiting)
+        self.report.count_reasons(why.values(), unread)
 
     def _repair(self, active: ActiveJob) -> None:
         job = self.store.get(active.name)
@@ -324,7 +337,13 @@ class QueueService(RunTimeSettings):
         self._actions.decide(
             job,
             lambda current: lifecycle.on_description(
-                current, described, found, active.started_at, self.clock(), self._backoff
+                current,
+                described,
+                found,
+                active.started_at,
+                self.clock(),
+                self._backoff,
+                self.settings.limits,
             ),
         )
 

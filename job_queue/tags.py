@@ -6,6 +6,8 @@ A user sets these tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSessi
 * ``share`` — the job's quota share, when the queue has shares;
 * ``checkpoint`` — how it saves its progress: ``on-stop`` (when SageMaker stops it) or an
   interval in seconds; the queue then preempts the job that would lose least first;
+* ``max-preemptions`` — how often it may be preempted and requeued (a whole number; one
+  preemption more fails it), overriding the queue's ``MaxPreemptions``;
 * ``fair-share-id`` — whom the job's use is charged to when fair share is on (a project's
   name); without it, the caller's identity (a role session counts as its role).
 
@@ -25,6 +27,7 @@ PRIORITY = "priority"
 SHARE = "share"
 CHECKPOINT = "checkpoint"
 FAIR_SHARE_ID = "fair-share-id"
+MAX_PREEMPTIONS = "max-preemptions"
 QUEUE = "training-job-queue:queue"
 JOB = "training-job-queue:job"
 ATTEMPT = "training-job-queue:attempt"
@@ -37,6 +40,18 @@ def value(tags: Iterable[Mapping] | None, key: str) -> object | None:
         if tag.get("Key") == key:
             found = tag.get("Value")
     return found
+
+
+def max_preemptions(tags: Iterable[Mapping] | None) -> int | None:
+    """The ``max-preemptions`` tag as a number (None: not set). ValueError for anything but a
+    whole number from 0."""
+    found = value(tags, MAX_PREEMPTIONS)
+    if found is None:
+        return None
+    text = str(found).strip()
+    if not text.isdigit():
+        raise ValueError(f"be a whole number from 0, got {found!r}")
+    return int(text)
 
 
 def with_tags(

@@ -2,78 +2,19 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from job_queue.config import Layout
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.outlook import Outlook
-from job_queue.plans import NOT_READ
 from job_queue.sagemaker import attempt_name
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.forecast import ExpectedStart
-from job_queue.scheduler.reservations import ENDED, TrainingPlan
+from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
+from job_queue.scheduler.waiting_for import WaitingFor, iso
 from job_queue.share_config import share_to_dict
-
-
-def iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    return (
-        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )
-
-
-def waiting_reason(not_before: float, last_error: str | None, now: float) -> str | None:
-    """Why a waiting job is not starting although it may be first in line: SageMaker refused
-    its last start, and it backs off until ``not_before``."""
-    if not_before <= now or not last_error:
-        return None
-    reason = f"retry in {math.ceil(not_before - now)} s: {last_error}"
-    if last_error.startswith("ResourceLimitExceeded"):
-        # The queue counted free instances, so the account limit is used by jobs it did not
-        # start, or the capacity is set above the limit.
-        reason += (
-            " — instances used outside the queue, or a capacity above the account's "
-            "limit for the type (Service Quotas)?"
-        )
-    return reason
-
-
-def why_waiting(job: WaitingJob, plans: Sequence[TrainingPlan], now: float) -> str | None:
-    """What the plans of a waiting job's type say about it, when one cannot take it now."""
-    if len(job.demand) != 1:
-        return None
-    (itype,) = job.demand
-    said = [_why(plan, job.max_runtime, now) for plan in plans if plan.instance_type == itype]
-    said = [s for s in said if s]
-    return "; ".join(said) or None
-
-
-def _why(plan: TrainingPlan, max_runtime: float | None, now: float) -> str | None:
-    name = f"training plan {plan.name}"
-    if plan.error:
-        return f"{name} {plan.error}" if plan.error == NOT_READ else f"{name}: {plan.error}"
-    if plan.status in ENDED:
-        return f"{name} is {plan.status}"
-    reservation = plan.reservation(now)
-    if reservation is None:
-        opens = min((r.start for r in plan.reservations if r.start > now), default=math.inf)
-        if opens == math.inf:
-            return f"{name} has no reservation left"
-        return f"{name} has no reservation open until {iso(opens)}"
-    if max_runtime is None:
-        return f"{name} takes only jobs with a MaxRuntimeInSeconds"
-    if not plan.admits(max_runtime, now):
-        return (
-            f"its MaxRuntimeInSeconds ({int(max_runtime)} s) outlasts {name}'s reservation "
-            f"(usable until {iso(reservation.usable_until)}: SageMaker reclaims its instances "
-            "in the last 30 minutes)"
-        )
-    return None
 
 
 def _instances(demand: Demand, helpers: Demand | None = None) -> dict:
@@ -126,14 +67,13 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
         "checkpoint_s3_uri": job.checkpoint_uri,
         "preemptions": job.preemptions,
+        "max_preemptions": job.max_preemptions,  # its tag (null: the queue's MaxPreemptions)
         "preempted_by": job.preempted_by,
         "failure_reason": job.failure_reason,
         "start_failures": job.start_failures,
         "last_start_error": job.last_error,
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
-        "waiting_reason": waiting_reason(job.not_before, job.last_error, now)
-        if job.state.is_waiting
-        else None,
+        **reason_fields(outlook.waiting_for),
         "submitted_by": job.submitted_by,
         "submitter": job.submitter,
         "history": [history_row(entry) for entry in job.history],
@@ -187,11 +127,11 @@ def waiting_row(
     job: WaitingJob,
     position: int,
     now: float,
-    plans: Sequence[TrainingPlan] = (),
     expected: ExpectedStart | None = None,
+    why: WaitingFor | None = None,
 ) -> dict:
-    """A pending job, as a row of GET /jobs (with what the plans of its type say of it, and
-    when it is expected to start)."""
+    """A pending job, as a row of GET /jobs (with when it is expected to start, and why it
+    waits)."""
     return {
         "name": job.name,
         "state": job.state.value,
@@ -203,9 +143,17 @@ def waiting_row(
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
-        "waiting_reason": waiting_reason(job.not_before, job.last_error, now)
-        or why_waiting(job, plans, now),
+        **reason_fields(why),
     }
+
+
+def reason_fields(why: WaitingFor | None) -> dict:
+    """Why a waiting job waits: ``waiting_for`` (its code, sentence and facts) and, for
+    people and older clients, ``waiting_reason`` (the sentence). None: it is not waiting,
+    or starts in the next pass."""
+    if why is None:
+        return {"waiting_for": None, "waiting_reason": None}
+    return {"waiting_for": why.to_dict(), "waiting_reason": why.message}
 
 
 def plan_row(plan: TrainingPlan, active: Sequence[ActiveJob], now: float) -> dict:

@@ -15,6 +15,16 @@ P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_it_was():
+    """Commands run in-process (``main(["local-api", ...])``) set variables such as
+    POWERTOOLS_METRICS_DISABLED for their process; a later test in it must not inherit them."""
+    before = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(before)
+
+
 @pytest.fixture
 def make_cloud():
     """LocalCloud factory; each cloud is torn down after the test."""

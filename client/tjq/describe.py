@@ -16,7 +16,7 @@ import copy
 from datetime import UTC, datetime
 
 from job_queue.models import JobState
-from tjq.progress import expected_text, place
+from tjq.progress import expected_text, place, reason_text
 
 # Request fields that DescribeTrainingJob does not return.
 _REQUEST_ONLY = ("Tags",)
@@ -72,7 +72,7 @@ def _queue_status(job: dict, attempt: dict | None) -> tuple[str, str, str] | Non
 
 
 def _in_line(job: dict, what: str) -> str:
-    reason = job.get("waiting_reason")
+    reason = reason_text(job)
     where = f"{what} {place(job)} (priority {job['priority']})"
     expected = expected_text(job)
     if expected:

@@ -21,7 +21,9 @@ def describe_state(job: dict) -> str:
         share = f", share {job['share']}" if job.get("share") else ""
         where = f"queued {place(job)} (priority {job['priority']}{share})"
         expected = expected_text(job)
-        return f"{where}, expected to start {expected}" if expected else where
+        where = f"{where}, expected to start {expected}" if expected else where
+        reason = reason_text(job)
+        return f"{where}: {reason}" if reason else where
     if state in STARTED:
         return f"started as SageMaker job {job['sagemaker_job_name']}{_on_pool(job)}"
     if state == JobState.FAILED:
@@ -76,6 +78,16 @@ def place(job: dict) -> str:
     if job.get("position") is None and job.get("position_beyond"):
         return f"behind more than {job['position_beyond']} jobs"
     return f"at position {job.get('position')}"
+
+
+def reason_text(job: dict) -> str:
+    """Why a waiting job waits, in words with its code first: "higher-priority: behind big
+    (priority 3), ..." ("" when it starts in the next pass). A queue too old to give codes
+    gives only the sentence."""
+    why = job.get("waiting_for")
+    if why:
+        return f"{why['code']}: {why['message']}"
+    return job.get("waiting_reason") or ""
 
 
 def expected_text(job: dict) -> str:

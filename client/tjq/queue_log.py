@@ -18,6 +18,9 @@ def event_line(detail: dict) -> str:
     moved = f"{detail.get('from') or 'submitted'} -> {detail['to']}"
     attempt = f" (attempt {detail['attempt']})" if detail.get("attempt") else ""
     reason = f": {detail['reason']}" if detail.get("reason") else ""
+    if detail.get("waiting_for"):  # a submission that waits: why, as first decided
+        why = detail["waiting_for"]
+        reason = f": waits, {why['code']}: {why['message']}"
     return f"{detail['at']} {detail['job']} {moved}{attempt}{reason}"
 
 

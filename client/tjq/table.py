@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from tjq.progress import expected_text
+from tjq.progress import expected_text, reason_text
 
 HEADERS = ("Job Name", "State", "Priority", "Position", "Instances", "Time", "SageMaker job")
 SHARE_HEADERS = ("Share", "Strategy", "Instance type", "Limit", "In use", "Borrowed", "Lent")
@@ -16,7 +16,7 @@ def queue_table(jobs: list[dict]) -> str:
     if not jobs:
         return "(the queue is empty)"
     with_share = any(job.get("share") for job in jobs)
-    with_reason = any(job.get("waiting_reason") for job in jobs)
+    with_reason = any(reason_text(job) for job in jobs)
     with_expected = any(job.get("expected_start") for job in jobs)
     rows = [
         (
@@ -29,7 +29,7 @@ def queue_table(jobs: list[dict]) -> str:
             _time(job),
             job.get("sagemaker_job_name") or "",
             *((expected_text(job),) if with_expected else ()),
-            *((job.get("waiting_reason") or "",) if with_reason else ()),
+            *((reason_text(job),) if with_reason else ()),
         )
         for job in jobs
     ]

@@ -22,7 +22,7 @@ from job_queue.models import JobState
 from tjq import sdk_objects
 from tjq.api import QueueClient, check_share, every_row
 from tjq.errors import JobNotFound, JobNotStarted
-from tjq.progress import FINISHED, describe_state, expected_text
+from tjq.progress import FINISHED, describe_state, expected_text, reason_text
 from tjq.queue_lookup import find_queue, is_url
 from tjq.route import check_tags, checkpointing, integer_priority
 
@@ -108,13 +108,14 @@ class TrainingQueue:
         is also the share on a queue with quota shares, and on one without them whom fair
         share charges the job to, its ``fair-share-id`` tag) replace the job's own tags;
         ``tags`` are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or
-        seconds) sets its ``checkpoint`` tag, how it saves its progress. Batch's
-        ``retry_config``, ``timeout`` and ``preemption_config`` have no meaning here and are
-        refused if given. Checked before anything is uploaded.
+        seconds) sets its ``checkpoint`` tag, how it saves its progress;
+        ``preemption_config={"preemptionRetriesBeforeTermination": N}`` its
+        ``max-preemptions`` tag, how often it may be preempted and requeued. Batch's
+        ``retry_config`` and ``timeout`` have no meaning here and are refused if given (the
+        queue's RetryOnFailure setting retries infrastructure failures; MaxRuntimeInSeconds
+        bounds a job). Checked before anything is uploaded.
         """
-        _refuse_batch_only(
-            retry_config=retry_config, timeout=timeout, preemption_config=preemption_config
-        )
+        _refuse_batch_only(retry_config=retry_config, timeout=timeout)
         sdk_objects.check_mode(training_job)  # and its kind: TypeError for anything else
         if share_identifier is not None and quota_share_name is not None:
             raise ValueError("give share_identifier or quota_share_name, not both")
@@ -123,6 +124,8 @@ class TrainingQueue:
             chosen[tag_names.PRIORITY] = str(integer_priority(priority, "priority="))
         if checkpoint is not None:
             chosen[tag_names.CHECKPOINT] = checkpointing(checkpoint, "checkpoint=")
+        if preemption_config is not None:
+            chosen[tag_names.MAX_PREEMPTIONS] = _preemption_retries(preemption_config)
         # The priority the job will have: the chosen tag, else its own.
         check_tags([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
         share = quota_share_name
@@ -292,13 +295,28 @@ class QueuedJob:
 TrainingQueuedJob = QueuedJob
 
 
+def _preemption_retries(config: object) -> str:
+    """``preemption_config`` as AWS Batch's SubmitServiceJob takes it, as the job's
+    ``max-preemptions`` tag."""
+    key = "preemptionRetriesBeforeTermination"
+    if not isinstance(config, dict) or set(config) != {key}:
+        raise ValueError(f"preemption_config= must be {{{key!r}: N}}, got {config!r}")
+    retries = config[key]
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(
+            f"preemption_config[{key!r}] must be a whole number from 0, got {retries!r}"
+        )
+    return str(retries)
+
+
 def _refuse_batch_only(**given) -> None:
     """Batch's own settings the queue has no use for: refused, never silently dropped."""
     for name, value in given.items():
         if value is not None:
             raise ValueError(
                 f"{name}= is AWS Batch's setting and has no meaning for this queue; leave it "
-                "out (a preempted job always resumes; a job's MaxRuntimeInSeconds bounds it)"
+                "out (the queue's RetryOnFailure setting retries infrastructure failures; a "
+                "job's MaxRuntimeInSeconds bounds it)"
             )
 
 
@@ -313,7 +331,7 @@ def _why(job: dict) -> str | None:
     if state == JobState.PREEMPTING:
         return f"preempted by {job.get('preempted_by')}"
     expected = expected_text(job)
-    reason = job.get("waiting_reason")
+    reason = reason_text(job)
     if expected:
         return f"expected to start {expected}" + (f"; {reason}" if reason else "")
     return reason

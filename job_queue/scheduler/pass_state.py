@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from job_queue.models import Demand, JobState
 from job_queue.scheduler import reservations
 from job_queue.scheduler.backfill import latest_start
+from job_queue.scheduler.holds import drained, hold_on
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import LostWork, preemption_candidates
 from job_queue.scheduler.pools import IdlePools
@@ -29,6 +30,7 @@ from job_queue.scheduler.snapshot import (
     WarmPool,
 )
 from job_queue.scheduler.victims import Holder, choose_victims
+from job_queue.scheduler.waiting_for import WaitingFor
 
 WHOLE_QUEUE = "(queue)"  # the single queue's one share
 
@@ -58,6 +60,11 @@ class PassState:
         )
         self._preemptions = reservations.ending(active, self._plans, now, self._lost)
         ending = {p.victim.name for p in self._preemptions}
+        self._preemptions += drained(
+            (job for job in active if job.name not in ending), seen.holds, self._lost
+        )
+        ending = {p.victim.name for p in self._preemptions}  # they stop whatever this pass does
+        self._active = [job for job in active if job.name not in ending]
         self._running = [
             job for job in active if job.state is JobState.RUNNING and job.name not in ending
         ]
@@ -80,6 +87,7 @@ class PassState:
         self._collecting: set[tuple[str, str]] = set()  # held, but may still borrow
         self._reserved: dict[tuple[str, str], float] = {}  # (share, type): backfill until
         self._backfill_examined = 0  # jobs examined behind reservations
+        self._why: dict[str, WaitingFor] = {}  # why each job offered waits (Diagnosis)
 
     # -- what is still worth reading -------------------------------------------------------
 
@@ -103,6 +111,8 @@ class PassState:
         return any(self._key_open(known, key) for key in keys)
 
     def _key_open(self, share: Share, key: str) -> bool:
+        if hold_on(self._seen.holds, self._held_name(share)) is not None:
+            return False  # an admin holds its jobs back
         if (share.name, key) in self._collecting:
             return True
         if (share.name, key) in self._held:
@@ -199,12 +209,14 @@ class PassState:
         on_plans = {
             j.name: self._on_plans[j.name] for j in self._starts if j.name in self._on_plans
         }
+        started = {j.name for j in self._starts}
         return Plan(
             starts=tuple(on_plans[j.name][1] if j.name in on_plans else j for j in self._starts),
             preemptions=tuple(self._preemptions),
             releases=tuple(self._releases),
             warm=dict(self._warm),
             plans={name: arn for name, (arn, _) in on_plans.items()},
+            waiting={name: why for name, why in self._why.items() if name not in started},
         )
 
     # -- reading the counts ----------------------------------------------------------------
@@ -212,6 +224,10 @@ class PassState:
     def _share_of(self, name: str | None) -> Share | None:
         """The share a job of share ``name`` counts against (None: it has none now)."""
         return self._shares.get(self._ledger.owner(name))
+
+    def _held_name(self, share: Share) -> str | None:
+        """The share's name as a hold names it (None: the single queue's one share)."""
+        return None if share.name == WHOLE_QUEUE else share.name
 
     def _owner(self, holder: Holder) -> str | None:
         return self._ledger.owner(holder.share)

@@ -39,6 +39,10 @@ the submitter who used least lately: :mod:`~job_queue.scheduler.fair_share`), fo
 
 Steps that change rules 1 to 6 where the policy or the layout asks for them:
 
+* **Held.** While an admin holds the queue or a job's share, the job waits (and nothing of
+  it is read further); drained, its running jobs are stopped and requeued as well
+  (:mod:`~job_queue.scheduler.holds`).
+
 * **Backing off.** A job whose start was refused is passed over until it may retry: it holds
   back nobody.
 * **Backfill.** With backfill on, the first held job of a share and type reserves it, instead
@@ -69,10 +73,13 @@ import itertools
 import math
 from collections.abc import Iterable
 
-from job_queue.scheduler import affinity, fair_share, reservations
+from job_queue.scheduler import affinity, fair_share, waiting_for
 from job_queue.scheduler.affinity import Deferral, WarmAffinity
+from job_queue.scheduler.diagnosis import Diagnosis
+from job_queue.scheduler.holds import hold_on
 from job_queue.scheduler.order import LostWork, least_lost_first
 from job_queue.scheduler.pass_state import WHOLE_QUEUE
+from job_queue.scheduler.placement import Placement
 from job_queue.scheduler.shares import Share, ShareLedger
 from job_queue.scheduler.snapshot import (
     ActiveJob,
@@ -83,13 +90,14 @@ from job_queue.scheduler.snapshot import (
     WarmPool,
 )
 from job_queue.scheduler.victims import Holder
+from job_queue.scheduler.waiting_for import Reason, WaitingFor
 
 DEFAULT_POLICY = Policy()
 
-__all__ = ["DEFAULT_POLICY", "WHOLE_QUEUE", "Planner", "plan"]
+__all__ = ["DEFAULT_POLICY", "WHOLE_QUEUE", "Planner", "explain", "plan"]
 
 
-class Planner(WarmAffinity):
+class Planner(WarmAffinity, Placement, Diagnosis):
     """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
 
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
@@ -113,30 +121,41 @@ class Planner(WarmAffinity):
         super().__init__(seen, policy, lost_work)
         self._collected: dict[tuple[str, str], int] = {}
         self._borrowers: list[WaitingJob] = []  # in queue order
-        self._alternatives: dict[str, list[WaitingJob]] = {}  # job -> other places it waits for
 
     # -- the pass --------------------------------------------------------------------------
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""
-        if job.not_before > self._now:
-            return  # backing off after a refused start
+        hold = hold_on(self._seen.holds, job.share)
+        if hold is not None:  # an admin holds the queue, or the job's share
+            self._waits(job, hold.waiting_for())
+            return
+        if job.not_before > self._now:  # backing off after a refused start
+            self._waits(job, waiting_for.backing_off(job.not_before, job.last_error, self._now))
+            return
         if not job.demand:
             self._starts.append(job)  # rule 0: nothing counts it, nothing holds it back
             return
         share = self._share_of(job.share)
         if share is None:
-            return  # its share no longer exists: it cannot start
+            gone = f"its share {job.share} is no longer one of the queue's shares"
+            self._waits(job, WaitingFor(Reason.NO_CAPACITY, gone, share=job.share))
+            return
         placed = self._place(job, share)
-        if placed is None:
-            return  # it waits for a training plan that could take it
+        if placed is None:  # it waits for a training plan that could take it
+            typed = [p for p in self._plans if p.instance_type in job.demand]
+            self._waits(job, waiting_for.not_on_plans(job, typed, self._now))
+            return
         if self._deferred and self._defers(placed, share):
             return
         self._offer(placed, share, may_defer=True)
 
     def _offer(self, job: WaitingJob, share: Share, may_defer: bool) -> None:
-        if any(itype not in self._capacity for itype in job.demand):
-            return  # its type lost its capacity after it was queued; it cannot start
+        lost = [itype for itype in job.demand if itype not in self._capacity]
+        if lost:  # its type lost its capacity after it was queued; it cannot start
+            gone = f"the queue has no capacity of {', '.join(lost)} any more"
+            self._waits(job, WaitingFor(Reason.NO_CAPACITY, gone))
+            return
         keys = [(share.name, itype) for itype in job.demand]
         if any(key in self._held for key in keys):
             if all(key in self._collecting for key in keys):
@@ -159,6 +178,7 @@ class Planner(WarmAffinity):
             self._admit(job, share, victims)
             return
         if self._may_borrow(job, share):
+            self._heads_at(job, share)
             self._held.update(keys)
             self._collecting.update(keys)
             self._collect(job, keys)
@@ -180,6 +200,7 @@ class Planner(WarmAffinity):
             share = self._shares[self._ledger.owner(job.share)]
             keys = [(share.name, itype) for itype in job.demand]
             if any(key in closed for key in keys):
+                self._waits(job, self._behind_head(job, share))
                 continue
             if self._warm_instead(job, share):
                 closed.update(keys)
@@ -190,6 +211,7 @@ class Planner(WarmAffinity):
             if found is not None:
                 self._admit(job, share, found)
             else:
+                self._waits(job, self._diagnose(job, share))
                 closed.update(keys)
         return self._decided()
 
@@ -287,7 +309,9 @@ class Planner(WarmAffinity):
     def _hold(self, job: WaitingJob, share: Share) -> None:
         """Rule 6: the job waits; later jobs of its share and types wait too, or, with
         backfill, may use its share's free instances until it could start."""
+        self._waits(job, self._diagnose(job, share))
         for placed in [job, *self._alternatives.pop(job.name, ())]:
+            self._heads_at(placed, share)
             keys = [(share.name, itype) for itype in placed.demand]
             shadow = self._latest_start(placed) if self._policy.backfill else math.inf
             if shadow == math.inf:
@@ -302,6 +326,7 @@ class Planner(WarmAffinity):
             behind = self._behind.setdefault((share.name, next(iter(job.demand))), [])
             if len(behind) < self._policy.affinity_window:
                 behind.append(job)  # it may take a pool a borrower ahead would release
+        self._waits(job, self._behind_head(job, share))
         for placed in [job, *self._alternatives.pop(job.name, ())]:
             keys = [(share.name, itype) for itype in placed.demand]
             self._held.update(keys)
@@ -322,6 +347,7 @@ class Planner(WarmAffinity):
         reservation stands (as in EASY backfilling, only that job's start is protected)."""
         self._backfill_examined += 1
         if self._bound_end(job) > reserved_from:
+            self._waits(job, self._held_for(job, share, reserved_from))
             return
         if pool is not None:
             self._start_on(job, pool, share)
@@ -331,47 +357,8 @@ class Planner(WarmAffinity):
             pools = self._search(job, share, self._releasable_pools(job, share), soon=False)
             if pools is not None:
                 self._admit(job, share, pools)
-
-    # -- training plans: where a job is counted ------------------------------------------
-
-    def _place(self, job: WaitingJob, share: Share) -> WaitingJob | None:
-        """The job counted where it should start: the first of its options (training plans
-        that admit it, then on-demand) where it fits now, else the first where stops would
-        make room, else the first, and it waits for all of them."""
-        options = reservations.options(job, self._capacity, self._plans, self._now)
-        if not options:
-            return None
-        chosen = options[0]
-        if len(options) > 1:
-            found = next((o for o in options if self._fits_now(o[1], share)), None)
-            found = found or next((o for o in options if self._room_after_stops(o[1], share)), None)
-            if found is None:
-                self._alternatives[job.name] = [placed for _, placed in options[1:]]
-            chosen = found or chosen
-        arn, placed = chosen
-        if arn is not None:
-            self._on_plans[job.name] = (arn, job)
-        return placed
-
-    def _fits_now(self, job: WaitingJob, share: Share) -> bool:
-        keys = [(share.name, itype) for itype in job.demand]
-        if any(key in self._held for key in keys):
-            return False
-        if self._bound_end(job) > min(self._reserved.get(k, math.inf) for k in keys):
-            return False
-        return self._own_pool(job, share) is not None or self._has_room(
-            share, job.demand, soon=False
-        )
-
-    def _room_after_stops(self, job: WaitingJob, share: Share) -> bool:
-        keys = [(share.name, itype) for itype in job.demand]
-        if any(key in self._held or key in self._reserved for key in keys):
-            return False
-        if self._search(job, share, self._releasable_pools(job, share), soon=False):
-            return True
-        if self._has_room(share, job.demand, soon=True):
-            return True
-        return self._make_room(job, share) is not None
+            else:
+                self._waits(job, self._diagnose(job, share))
 
 
 def plan(
@@ -388,3 +375,17 @@ def plan(
         if not planner.open_types:
             break
     return planner.plan()
+
+
+def explain(
+    seen: Snapshot,
+    waiting: Iterable[WaitingJob],
+    policy: Policy = DEFAULT_POLICY,
+    lost_work: LostWork | None = None,
+) -> dict[str, WaitingFor]:
+    """Why each of ``waiting`` (in queue order) does not start in the pass over ``seen``:
+    the pass itself, offered every job rather than only as far as one could still start."""
+    planner = Planner(seen, policy, lost_work)
+    for job in fair_share.fair_order(waiting, seen, policy.fair_share):
+        planner.offer(job)
+    return dict(planner.plan().waiting)

@@ -35,6 +35,7 @@ STOP_AHEAD_S = 300.0
 UNUSABLE_END_S = TERMINATION_WINDOW_S + STOP_AHEAD_S  # a reservation's end the queue never uses
 RESERVATION_ENDING = "reservation ending"
 ENDED = frozenset({"Expired", "Failed"})  # plan statuses that take the capacity with them
+NOT_READ = "not read yet"  # the error of a plan the queue has not described yet
 
 
 def never_used(start: float, end: float) -> str | None:

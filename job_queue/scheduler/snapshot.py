@@ -11,8 +11,10 @@ from job_queue.models import Checkpointing, Demand, JobState
 from job_queue.scheduler.fair_share import FairShare, Usage
 
 if TYPE_CHECKING:
+    from job_queue.scheduler.holds import QueueHold
     from job_queue.scheduler.reservations import TrainingPlan
     from job_queue.scheduler.shares import Share
+    from job_queue.scheduler.waiting_for import WaitingFor
 
 
 @dataclass(frozen=True)
@@ -178,13 +180,15 @@ class Preemption:
 class Plan:
     """What one scheduling pass decided: idle warm pools to release, running jobs to
     preempt, and jobs to start now (``warm``: those that start on a pool, and ``plans``:
-    those that start on a training plan's reserved instances, by job name)."""
+    those that start on a training plan's reserved instances, by job name); and why each
+    waiting job it was offered does not start (``waiting``, by job name)."""
 
     starts: tuple[WaitingJob, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     releases: tuple[Release, ...] = ()
     warm: Mapping[str, WarmPool] = field(default_factory=dict)
     plans: Mapping[str, str] = field(default_factory=dict)  # job name -> training plan ARN
+    waiting: Mapping[str, WaitingFor] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -213,9 +217,10 @@ class Snapshot:
     plans: tuple[TrainingPlan, ...] = ()
     shares: tuple[Share, ...] = ()
     usage: Usage = field(default_factory=Usage)  # fair share: usage of the work that ended
+    holds: tuple[QueueHold, ...] = ()  # an admin holds or drains the queue, or shares of it
 
     def __post_init__(self) -> None:
-        for name in ("active", "pools", "outside", "plans", "shares"):
+        for name in ("active", "pools", "outside", "plans", "shares", "holds"):
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))

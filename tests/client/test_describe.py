@@ -23,6 +23,16 @@ ATTEMPT = {
 }
 
 
+BEHIND_BIG = {
+    "code": "higher-priority",
+    "message": "behind big (priority 3), first in line for its instances",
+    "jobs": ["big"],
+    "until": None,
+    "share": None,
+}
+HELD = {"code": "held", "message": "the queue is held", "jobs": [], "until": None, "share": None}
+
+
 def view(state, attempts=(), **fields):
     return {
         "name": "train",
@@ -101,6 +111,14 @@ def test_a_job_that_never_ran_is_described_from_its_request():
         "Waiting in training-job-queue at position 1 (priority 2): "
         "retry in 40 s: ResourceLimitExceeded: ..."
     )
+    coded = view("pending", waiting_for=BEHIND_BIG, waiting_reason=BEHIND_BIG["message"])
+    message = queued_description(coded, None, None, "eu-west-1", NOW)["SecondaryStatusTransitions"][
+        -1
+    ]["StatusMessage"]
+    assert message.endswith(
+        "(priority 2): higher-priority: behind big (priority 3), "
+        + ("first in line for its instances")
+    )
     failed = queued_description(view("failed", failure_reason="bad image"), None, None, "x", NOW)
     assert failed["FailureReason"] == "bad image"
 
@@ -109,6 +127,19 @@ def test_a_job_that_never_ran_is_described_from_its_request():
     ("scenario", "last", "now", "said"),
     [
         ("first look", None, view("pending"), "queued at position 1 (priority 2)"),
+        (
+            "first look says why it waits, code first",
+            None,
+            view("pending", waiting_for=BEHIND_BIG, waiting_reason=BEHIND_BIG["message"]),
+            "queued at position 1 (priority 2): higher-priority: behind big (priority 3), "
+            "first in line for its instances",
+        ),
+        (
+            "a newer reason is not news",
+            view("pending", waiting_for=BEHIND_BIG),
+            view("pending", waiting_for=HELD),
+            None,
+        ),
         ("moved up", view("pending", position=2), view("pending"), "now at position 1"),
         ("no change", view("pending"), view("pending"), None),
         (

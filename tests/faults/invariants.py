@@ -124,8 +124,9 @@ def all_ended(world) -> bool:
 
 def at_the_end(world) -> list[str]:
     """Nothing accepted was lost; every job ended as it should (completed, or cancelled if
-    its user cancelled it); each job's attempts are the SageMaker jobs started for it, ended
-    as SageMaker says; its audit trail says who did what."""
+    its user cancelled it, or failed if it was preempted more often than allowed); each
+    job's attempts are the SageMaker jobs started for it, ended as SageMaker says; its audit
+    trail says who did what."""
     found = []
     ran = defaultdict(list)
     for emulated in world.cloud.sagemaker.jobs.values():
@@ -140,6 +141,9 @@ def at_the_end(world) -> list[str]:
                 found.append(f"SageMaker ran {name}, which the queue does not know")
             continue
         ended = JobState.CANCELLED if name in world.cancelled else JobState.COMPLETED
+        cap = world.cloud.settings.limits.preemptions_allowed(job.max_preemptions)
+        if cap is not None and job.preemptions > cap:
+            ended = JobState.FAILED  # preempted past its cap: it must not go back in line
         if job.state not in (ended, JobState.COMPLETED):
             why = f" ({job.failure_reason})" if job.failure_reason else ""
             found.append(f"{name} ended {job.state}{why}, not {ended}")

@@ -3,8 +3,9 @@
 sweep — that the harness kills at each of its calls in turn.
 
 Between them they reach every crash site of the queue: submit, cancel and reprioritise;
-each SageMaker event (started, completed, stopped after a preemption or a cancel, failed for
-capacity, a job started outside the queue and its end); warm pools (kept, started on,
+each SageMaker event (started, completed, stopped after a preemption or a cancel, or past
+the job's max-preemptions, failed for capacity, failed with an internal error that is
+retried, a job started outside the queue and its end); warm pools (kept, started on,
 released, refused, expired, unclaimed); training plans; shares replaced at run time; and
 the sweep's repairs.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from tjq.local.cloud import training_request
 
 from job_queue import tags
+from job_queue.limits import Limits
 from job_queue.scheduler import Policy, Share, Strategy
 from job_queue.scheduler.fair_share import FairShare
 from tests.faults.wire import Outage
@@ -237,6 +239,20 @@ SCENARIOS = (
             world.cloud.sagemaker.fail_next_jobs_for_capacity(1),
             world.submit(job("a")),
         ),
+    ),
+    Scenario(
+        "a job fails with an internal error and goes back to its place to resume",
+        _event("a", "Failed"),
+        lambda world: (
+            world.cloud.sagemaker.fail_next_jobs(1, "InternalServerError: try again", 30),
+            world.submit(job("a")),
+        ),
+    ),
+    Scenario(
+        "a job preempted past its max-preemptions fails, and the preemptor starts",
+        _event("b", "Stopped"),
+        _preempting,
+        {"limits": Limits(max_preemptions=0)},
     ),
     Scenario(
         "a job completes into a warm pool, and the next one starts on it",

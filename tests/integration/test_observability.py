@@ -67,6 +67,19 @@ def test_metrics_per_share_in_use_borrowed_and_waiting(make_cloud, capsys):
     assert values["ShareWaiting.team-a"] == [1.0]
 
 
+def test_the_sweep_counts_waiting_jobs_by_reason(cloud, capsys):
+    for name, priority in (("a", 3), ("b", 3), ("c", 3), ("d", 1), ("e", 1)):
+        submit(cloud, name, priority)
+    capsys.readouterr()
+    cloud.sweep()
+    metrics = [r for r in _records(capsys.readouterr().out) if "_aws" in r]
+    by_reason = {k: v for r in metrics for k, v in r.items() if k.startswith("WaitingJobs.")}
+    # c waits for a or b to end (its own priority); d and e wait behind c, of a higher one.
+    assert by_reason == {"WaitingJobs.higher-priority": [2.0], "WaitingJobs.queue-order": [1.0]}
+    listed = {row["name"]: row["waiting_for"]["code"] for row in cloud.jobs() if row["position"]}
+    assert listed == {"c": "queue-order", "d": "higher-priority", "e": "higher-priority"}
+
+
 def test_the_dashboard_graphs_metrics_the_queue_emits(make_cloud, capsys):
     from tests.template.test_events_and_dashboard import dashboard_metrics, load_template
 
@@ -92,7 +105,8 @@ def test_the_dashboard_graphs_metrics_the_queue_emits(make_cloud, capsys):
         Share("team-b", {P5: 1}, Strategy.LEND),
     )
     shared = make_cloud({}, shares=shares)
-    shared.api("POST", "/add-job", training_request("a1", 1, share="team-a"))
+    for name in ("a1", "a2", "a3"):  # a3 waits
+        shared.api("POST", "/add-job", training_request(name, 1, share="team-a"))
     shared.sweep()
     collect()
     prefixes = {name.split(".")[0] for name in emitted}

@@ -7,7 +7,7 @@ import json
 from botocore.stub import Stubber
 from moto.events.models import EventPattern
 from tjq.local.cloud import local_user
-from tjq.queue_log import read_events
+from tjq.queue_log import event_line, read_events
 
 from job_queue import queue_events
 from tests.conftest import P5
@@ -70,6 +70,15 @@ def test_cancels_refused_starts_and_failures_are_reported(make_cloud):
         ("waiting", None, "pending"),
         ("waiting", "pending", "cancelled"),
     ]
+    queued = next(read_events(cloud.logs, cloud.settings.queue_name, job="waiting"))
+    # Its submission says why it waits, as first decided; a later change of reason is no event.
+    assert queued["waiting_for"]["code"] == "queue-order"
+    assert queued["waiting_for"]["jobs"] == ["running"]
+    assert "submitted -> pending: waits, queue-order: its instances are in use by running" in (
+        event_line(queued)
+    )
+    started = next(read_events(cloud.logs, cloud.settings.queue_name, job="running"))
+    assert started["waiting_for"] is None  # it started at once
     assert moves(cloud, "running")[-2:] == [
         ("running", "running", "cancelling"),
         ("running", "cancelling", "cancelled"),

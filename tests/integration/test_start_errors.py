@@ -143,6 +143,11 @@ def test_a_job_refused_for_instances_used_outside_the_queue_says_why_it_waits(ma
     assert "Why waiting" in table.splitlines()[0]
     assert "instances used outside the queue, or a capacity above" in " ".join(table.split())
 
+    assert row["waiting_for"]["code"] == "backing-off"
+    assert row["waiting_for"]["until"] == row["retry_not_before"]
     cloud.advance(61)
     _, listing = cloud.api("GET", "/jobs")
-    assert listing["jobs"][0]["waiting_reason"] is None  # due for a retry: no longer backing off
+    # Due for a retry, it no longer backs off: it waits for the job that holds its instance.
+    assert listing["jobs"][0]["waiting_for"]["code"] == "queue-order"
+    assert listing["jobs"][0]["waiting_for"]["jobs"] == ["outside"]
+    assert "started outside the queue" in listing["jobs"][0]["waiting_reason"]

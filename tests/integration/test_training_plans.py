@@ -160,7 +160,10 @@ def test_a_plan_that_cannot_be_read_is_reported_and_the_queue_goes_on(make_cloud
     assert on_plan(cloud, "a") is None
     error = plans(cloud)["ghost"]["error"]
     assert error.startswith("could not be read: DescribeTrainingPlan: ResourceNotFound")
-    assert reasons(cloud)["b"].startswith("training plan ghost: could not be read")
+    # It waits for the on-demand instance a holds; the plan that could not be read says why
+    # it is no help.
+    assert reasons(cloud)["b"].startswith("its instances are in use by a (first come")
+    assert "; training plan ghost: could not be read" in reasons(cloud)["b"]
 
 
 def test_a_plan_of_another_type_than_its_entry_is_reported_and_never_used(make_cloud):

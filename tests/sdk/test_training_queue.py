@@ -170,6 +170,14 @@ def test_bad_input_is_refused_before_anything_is_uploaded_or_queued(queue, sourc
         queue.submit(training_job(source), job_name=name, checkpoint="hourly")
     with pytest.raises(InvalidJob, match="checkpoint= must be 'on-stop' or a positive number"):
         QueueTrainingJobSession(checkpoint=0)
+    with pytest.raises(ValueError, match=r"preemption_config= must be \{'preemptionRetriesBefore"):
+        queue.submit(training_job(source), job_name=name, preemption_config={"retries": 2})
+    with pytest.raises(ValueError, match="must be a whole number from 0, got -1"):
+        queue.submit(
+            training_job(source),
+            job_name=name,
+            preemption_config={"preemptionRetriesBeforeTermination": -1},
+        )
     with pytest.raises(ValueError, match="share_identifier or quota_share_name, not both"):
         queue.submit(
             training_job(source), job_name=name, share_identifier="a", quota_share_name="b"
@@ -190,6 +198,13 @@ def test_a_share_named_on_a_queue_without_shares_is_refused_and_nothing_is_queue
         queue.submit(training_job(source), job_name=name, quota_share_name="vision")
     assert refused.value.status == 400
     assert not queue.list_jobs(job_name=name)
+
+
+def test_preemption_config_caps_how_often_the_job_is_preempted(queue, source, unique):
+    config = {"preemptionRetriesBeforeTermination": 2}
+    job = queue.submit(training_job(source), job_name=unique(), preemption_config=config)
+    assert job.describe()["max_preemptions"] == 2
+    job.terminate()
 
 
 def test_without_shares_share_identifier_names_whom_fair_share_charges(queue, source, unique):

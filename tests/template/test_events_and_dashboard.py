@@ -131,6 +131,7 @@ def test_dashboard_graphs_the_queues_metrics_and_shows_its_alarms(template):
         "RefusedStarts",
         "WarmPoolInstances",
         "ShareInUse",
+        "WaitingJobs",
     }
     searches = [
         row[0]["expression"]

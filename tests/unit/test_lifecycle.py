@@ -19,6 +19,7 @@ from job_queue.lifecycle import (
     on_start,
     on_status,
 )
+from job_queue.limits import Limits
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.sagemaker import (
     PoolStatus,
@@ -32,6 +33,8 @@ from job_queue.scheduler.snapshot import WarmPool
 NOW = 50_000.0
 BACKOFF = Backoff(base_s=60, max_s=900)
 CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity."
+INTERNAL = "InternalServerError: We encountered an internal error. Please try again."
+INTERNAL_FAILURE = Attempt(1, "train", 1000.0, 2000.0, Outcome.FAILED, INTERNAL)
 IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED = (
     SageMakerStatus.IN_PROGRESS,
     SageMakerStatus.COMPLETED,
@@ -155,6 +158,61 @@ EVENTS = [
         CAPACITY_ERROR,
     ),
     Case(
+        "Failed with an internal error: back in its place to resume, the attempt kept as failed",
+        job(),
+        Settle(
+            JobState.PENDING,
+            last(Outcome.FAILED, failure_reason=INTERNAL),
+            note=f"failed, retried (1 of 3 attempts): {INTERNAL}",
+        ),
+        FAILED,
+        INTERNAL,
+    ),
+    Case(
+        "the second internal error is retried too: the preemption before does not count",
+        job(attempts=(INTERNAL_FAILURE, Attempt(2, "train-r2-abc", 40_000.0))),
+        Settle(
+            JobState.PENDING,
+            (
+                INTERNAL_FAILURE,
+                Attempt(2, "train-r2-abc", 40_000.0, NOW, Outcome.FAILED, INTERNAL),
+            ),
+            note=f"failed, retried (2 of 3 attempts): {INTERNAL}",
+        ),
+        FAILED,
+        INTERNAL,
+    ),
+    Case(
+        "the third internal error uses up its attempts: failed",
+        job(
+            attempt="train-r3-abc",
+            attempts=(
+                INTERNAL_FAILURE,
+                replace(INTERNAL_FAILURE, number=2, sagemaker_job_name="train-r2-abc"),
+                Attempt(3, "train-r3-abc", 40_000.0),
+            ),
+        ),
+        Settle(
+            JobState.FAILED,
+            (
+                INTERNAL_FAILURE,
+                replace(INTERNAL_FAILURE, number=2, sagemaker_job_name="train-r2-abc"),
+                Attempt(3, "train-r3-abc", 40_000.0, NOW, Outcome.FAILED, INTERNAL),
+            ),
+            INTERNAL,
+        ),
+        FAILED,
+        INTERNAL,
+        name="train-r3-abc",
+    ),
+    Case(
+        "a job being preempted that fails with an internal error is not retried: failed",
+        job(JobState.PREEMPTING, preempted_by="urgent"),
+        Settle(JobState.FAILED, last(Outcome.FAILED, failure_reason=INTERNAL), INTERNAL),
+        FAILED,
+        INTERNAL,
+    ),
+    Case(
         "a preempted job's Stopped: waits to resume, preempted by whom",
         job(JobState.PREEMPTING, preempted_by="urgent"),
         Settle(JobState.PREEMPTED, last(Outcome.PREEMPTED, preempted_by="urgent")),
@@ -213,6 +271,53 @@ def check(decision, expected) -> None:
         assert decision.why
     else:
         assert decision == expected
+
+
+CAPPED = replace(
+    job(JobState.PREEMPTING, preempted_by="urgent"),
+    request={"Tags": [{"Key": "max-preemptions", "Value": "1"}]},
+)
+SECOND_PREEMPTION = last(Outcome.PREEMPTED, preempted_by="urgent")
+TOO_OFTEN = "preempted 2 times, more than its max-preemptions (1) allows"
+
+
+@pytest.mark.parametrize(
+    ("title", "job_", "limits", "expected"),
+    [
+        (
+            "its tag allows one preemption: the second fails it, saying so",
+            CAPPED,
+            Limits(),
+            Settle(JobState.FAILED, SECOND_PREEMPTION, TOO_OFTEN),
+        ),
+        (
+            "the queue's MaxPreemptions, for a job without the tag",
+            job(JobState.PREEMPTING, preempted_by="urgent"),
+            Limits(max_preemptions=1),
+            Settle(JobState.FAILED, SECOND_PREEMPTION, TOO_OFTEN),
+        ),
+        (
+            "the job's tag overrides the queue's default",
+            replace(CAPPED, request={"Tags": [{"Key": "max-preemptions", "Value": "5"}]}),
+            Limits(max_preemptions=1),
+            Settle(JobState.PREEMPTED, SECOND_PREEMPTION),
+        ),
+        (
+            "MaxPreemptions 0: the first preemption fails a job",
+            job(JobState.PREEMPTING, "x", (Attempt(1, "x", 1.0),), preempted_by="urgent"),
+            Limits(max_preemptions=0),
+            Settle(
+                JobState.FAILED,
+                (Attempt(1, "x", 1.0, NOW, Outcome.PREEMPTED, preempted_by="urgent"),),
+                "preempted once, more than its max-preemptions (0) allows",
+            ),
+        ),
+    ],
+)
+def test_a_job_preempted_more_often_than_allowed_fails(title, job_, limits, expected):
+    name = job_.attempt_name
+    decision = on_status(job_, name, STOPPED, None, NOW, BACKOFF, limits=limits)
+    assert decision == expected
 
 
 @pytest.mark.parametrize("case", EVENTS, ids=[c.title for c in EVENTS])

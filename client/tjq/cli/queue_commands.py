@@ -200,10 +200,15 @@ def show(args) -> int:
         return 0
     from tabulate import tabulate
 
-    from tjq.progress import expected_text
+    from tjq.progress import expected_text, reason_text
     from tjq.table import instances_text
 
-    shown = {**job, "instances": instances_text(job), "expected_start": expected_text(job)}
+    shown = {
+        **job,
+        "instances": instances_text(job),
+        "expected_start": expected_text(job),
+        "waiting_for": reason_text(job),
+    }
     fields = [
         (key, shown.get(key))
         for key in (
@@ -225,7 +230,7 @@ def show(args) -> int:
             "preemptions",
             "failure_reason",
             "last_start_error",
-            "waiting_reason",
+            "waiting_for",
         )
         if shown.get(key) not in (None, "")
     ]

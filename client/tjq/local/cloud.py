@@ -19,6 +19,7 @@ from moto.events.models import EventPattern
 from job_queue import checkpoints, tags
 from job_queue.config import Settings, split_capacity
 from job_queue.handler import SCHEDULED, Dependencies, handle
+from job_queue.limits import DEFAULT_LIMITS, Limits
 from job_queue.models import MAX_PRIORITY
 from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
@@ -118,6 +119,7 @@ class LocalCloud:
         max_priority: int = MAX_PRIORITY,
         training_plans: Sequence[str] = (),
         checkpoint_s3_uri: str = "",
+        limits: Limits = DEFAULT_LIMITS,
         run_scripts: bool = False,
         wrap_client: Callable[[str, object], object] | None = None,
     ) -> None:
@@ -152,6 +154,7 @@ class LocalCloud:
             training_plan_arns=frozenset(plan.arn for plan in emulated),
             max_priority=max_priority,
             checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
+            limits=limits,
         )
         self._run_scripts = run_scripts
         self._wrap = wrap_client or (lambda _service, client: client)

@@ -15,6 +15,7 @@ class FaultInjection:
         self._capacity_failures = 0
         self._lost_responses = 0
         self._failing: dict[str, deque[SageMakerFault]] = {}
+        self._job_failures: deque[tuple[str, float]] = deque()
 
     def refuse_next_creates(self, count: int, code: str = "ResourceLimitExceeded") -> None:
         """The next ``count`` CreateTrainingJob calls fail with ``code``."""
@@ -37,6 +38,11 @@ class FaultInjection:
     def lose_next_create_responses(self, count: int) -> None:
         """The next ``count`` creates succeed, but the caller gets an InternalFailure."""
         self._lost_responses += count
+
+    def fail_next_jobs(self, count: int, reason: str, after_seconds: float = 60.0) -> None:
+        """The next ``count`` created jobs fail with FailureReason ``reason`` once they have
+        run ``after_seconds`` (a hardware fault, an internal error)."""
+        self._job_failures.extend((reason, after_seconds) for _ in range(count))
 
     def fail_next_jobs_for_capacity(self, count: int) -> None:
         """The next ``count`` created jobs fail at once with a CapacityError."""

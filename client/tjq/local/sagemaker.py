@@ -205,7 +205,11 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
         if pool is not None:
             pool.pool, pool.reused_by = pools.REUSED, name
             job.pool, job.warm_from = pools.IN_USE, pool.name
-        if self._capacity_failures:
+        if self._job_failures:
+            reason, after = self._job_failures.popleft()
+            job.ends_at = min(job.ends_at, now + start + after)
+            job.end_reason = ("Failed", reason)
+        elif self._capacity_failures:
             self._capacity_failures -= 1
             job.ends_at = now
             job.end_reason = (
