@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from job_queue import outlook, paging
 from job_queue.config import Layout
 from job_queue.scheduler import WaitingJob, positions
-from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory
-from job_queue.scheduler.waiting_for import WaitingFor, beyond_horizon
+from job_queue.scheduler.forecast import ExpectedStart, RunHistory
+from job_queue.scheduler.waiting_for import WaitingFor
 from job_queue.scheduling import View
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
@@ -60,11 +60,7 @@ def list_page(
     whole = start.after is None and not more  # the page is the whole queue
     horizon = page if whole else outlook.waiting_within_horizon(reading, seen)
     expected = outlook.expected_starts(reading, viewed.policy, seen, history, horizon)
-    why = outlook.reasons(seen, horizon, viewed.policy)
-    read = {job.name for job in horizon}
-    for job in page:
-        if job.name not in read:
-            why[job.name] = beyond_horizon(HORIZON)
+    why = outlook.reasons(seen, horizon, viewed.policy, shown=(job.name for job in page))
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.
     known = before + len(page) + more

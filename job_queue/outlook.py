@@ -10,7 +10,7 @@ that has no place or estimate, only the knowledge that more than HORIZON jobs ar
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from job_queue.models import Job
@@ -50,9 +50,7 @@ def outlook_of(
     waiting = still_waiting(reading, seen, started)
     position = settled_places(waiting).get(job.name)
     expected = expected_starts(reading, policy, seen, history, waiting).get(job.name)
-    why = reasons(seen, waiting, policy).get(job.name)
-    if why is None and all(j.name != job.name for j in waiting):
-        why = beyond_horizon(HORIZON)
+    why = reasons(seen, waiting, policy, shown=(job.name,)).get(job.name)
     return Outlook(position, expected, None if position is not None else HORIZON, why)
 
 
@@ -110,13 +108,18 @@ def expected_starts(
     return forecast.expected_starts(seen, offered(seen, waiting), history, policy)
 
 
-def reasons(seen: Snapshot, waiting: Sequence[WaitingJob], policy: Policy) -> dict[str, WaitingFor]:
+def reasons(
+    seen: Snapshot, waiting: Sequence[WaitingJob], policy: Policy, shown: Iterable[str] = ()
+) -> dict[str, WaitingFor]:
     """Why each of ``waiting`` (read as :func:`waiting_within_horizon` reads) does not start:
-    the pass's own reasons (:func:`~job_queue.scheduler.planner.explain`)."""
+    the pass's own reasons (:func:`~job_queue.scheduler.planner.explain`); and each of the
+    jobs named in ``shown`` that is not among them waits further back than a pass reads."""
     why = explain(seen, offered(seen, waiting), policy)
     for job in waiting:
         if job.name not in why and seen.shares and job.share is None:
             why[job.name] = WaitingFor(Reason.NO_CAPACITY, NO_SHARE)
+    read = {job.name for job in waiting}
+    why.update((name, beyond_horizon(HORIZON)) for name in shown if name not in read)
     return why
 
 

@@ -48,22 +48,21 @@ class Diagnosis(PassState):
         for key in job.demand:
             self._heads.setdefault((share.name, key), job)
 
+    def _head_of(self, job: WaitingJob, share: Share) -> WaitingJob | None:
+        """The first job held for any of ``job``'s instances in its share (None: none yet)."""
+        keys = ((share.name, key) for key in job.demand)
+        return next((self._heads[k] for k in keys if k in self._heads), None)
+
     def _behind_head(self, job: WaitingJob, share: Share) -> WaitingFor:
         """``job`` waits behind the first held job of its share and instances."""
-        head = next(
-            (self._heads[share.name, k] for k in job.demand if (share.name, k) in self._heads),
-            None,
-        )
+        head = self._head_of(job, share)
         if head is None or head.name == job.name:
             return self._diagnose(job, share)
         return waiting_for.behind(job, head, self._policy.fair_share is not None)
 
     def _held_for(self, job: WaitingJob, share: Share, reserved_from: float) -> WaitingFor:
         """Backfill: ``job`` could end after the held job ahead of it could start."""
-        head = next(
-            (self._heads[share.name, k] for k in job.demand if (share.name, k) in self._heads),
-            None,
-        )
+        head = self._head_of(job, share)
         ahead = f"{head.name}, first in line for its instances," if head else "the job ahead"
         if job.max_runtime is None:
             why = "it has no MaxRuntimeInSeconds, so it could run past that"
