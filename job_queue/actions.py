@@ -18,8 +18,9 @@ from botocore.exceptions import ClientError
 
 from job_queue import lifecycle, outside, plans
 from job_queue.errors import SageMakerError, StaleState
+from job_queue.head_of_line import Act, Blocked
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
-from job_queue.queue_events import PoolReleased, StateChange
+from job_queue.queue_events import JobBlocked, PoolReleased, StateChange
 from job_queue.report import Report
 from job_queue.retry import RETRIES, until_settled
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
@@ -256,6 +257,27 @@ class Actions:
     def changed(self, job: Job, to_state: JobState, now: float, reason=None, **known) -> None:
         """Note a state change just written, for the queue's events (``job`` as it was)."""
         self.report.changes.append(StateChange.of(job, to_state, now, reason, **known))
+
+    def end_blocked(self, blocked: Blocked, now: float) -> bool:
+        """A job waited first in line past its HeadOfLineLimits: say so (its event, the
+        metric) and, with action cancel, fail it. True if it was failed (its line moves)."""
+        job = self.store.get(blocked.job)
+        if job is None or not job.state.is_waiting:
+            return False  # it started or ended since the pass: nothing is blocked
+        self.report.blocked += 1
+        action = blocked.action.value
+        change = JobBlocked(job.name, blocked.why, blocked.waited_s, action, job.share, now)
+        self.report.changes.append(change)
+        logger.warning(blocked.message, extra={"job": job.name, "action": action})
+        if blocked.action is not Act.CANCEL:
+            return False
+        audit = AuditEntry(now, Action.BLOCKED, "HeadOfLineLimits")
+        try:
+            self.store.end_waiting(job, now, audit, failure_reason=blocked.message)
+        except StaleState:
+            return False  # it moved on meanwhile; the next sweep counts again
+        self.changed(job, JobState.FAILED, now, blocked.message)
+        return True
 
     def _record_run(self, job: Job, attempt: Attempt) -> None:
         """Add a completed job's last attempt to the run times that expected starts use; a

@@ -16,6 +16,7 @@ from job_queue.fair_share_config import (
     fair_share_from_environment,
     with_weights,
 )
+from job_queue.head_of_line import parse_limits
 from job_queue.limits import Limits, parse_max_preemptions, parse_rules
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
@@ -306,6 +307,7 @@ class Layout:
             self.plans,
             self.shares,
             usage=accounts.usage if accounts else Usage(),
+            holds=held.holds,
         )
 
 
@@ -378,7 +380,8 @@ def _fair_share(env: Mapping[str, str]) -> FairShare | None:
 def _limits(env: Mapping[str, str]) -> Limits:
     try:
         rules = parse_rules(env.get("RETRY_ON_FAILURE", ""))
-        return Limits(rules, parse_max_preemptions(env.get("MAX_PREEMPTIONS", "")))
+        preemptions = parse_max_preemptions(env.get("MAX_PREEMPTIONS", ""))
+        return Limits(rules, preemptions, parse_limits(env.get("HEAD_OF_LINE_LIMITS", "")))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -132,6 +132,8 @@ def _emit_metrics(service: QueueService) -> None:
         metrics.add_metric("Preemptions", MetricUnit.Count, report.preemptions)
     for lost in report.lost_instance_seconds:
         metrics.add_metric("LostInstanceSeconds", MetricUnit.Seconds, lost)
+    if report.blocked:
+        metrics.add_metric("BlockedJobs", MetricUnit.Count, report.blocked)
     if report.refused_starts:
         metrics.add_metric("RefusedStarts", MetricUnit.Count, report.refused_starts)
     for itype, count in report.capacity.items():

@@ -49,6 +49,7 @@ from job_queue.sagemaker import (
     TrainingJobStatus,
     is_capacity_failure,
 )
+from job_queue.scheduler.holds import DRAIN
 from job_queue.scheduler.snapshot import WarmPool
 
 START_GRACE_SECONDS = 60.0  # a start younger than this may still be under way elsewhere
@@ -329,8 +330,11 @@ def _ended(
     if job.state is JobState.PREEMPTING:
         attempts = closed(job, Outcome.PREEMPTED, now)
         cap = limits.preemptions_allowed(job.max_preemptions)
-        preempted = job.preemptions + 1
-        if cap is not None and preempted > cap:
+        # An admin's drain is maintenance, not a preemption the job's cap is about.
+        preempted = sum(
+            1 for a in attempts if a.outcome is Outcome.PREEMPTED and a.preempted_by != DRAIN
+        )
+        if cap is not None and job.preempted_by != DRAIN and preempted > cap:
             times = "once" if preempted == 1 else f"{preempted} times"
             why = f"preempted {times}, more than its max-preemptions ({cap}) allows"
             return Settle(JobState.FAILED, attempts, failure_reason=why)

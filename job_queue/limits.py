@@ -20,6 +20,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from job_queue.head_of_line import HeadOfLineLimit
+
 MAX_ATTEMPTS = 10  # as AWS Batch's retryStrategy
 
 
@@ -66,12 +68,14 @@ def retried(
 
 @dataclass(frozen=True)
 class Limits:
-    """The queue's limits: failed attempts tried again, and how often a job may be
-    preempted and requeued (the default; a job's ``max-preemptions`` tag overrides it; None:
-    unlimited)."""
+    """The queue's limits: failed attempts tried again, how often a job may be preempted
+    and requeued (the default; a job's ``max-preemptions`` tag overrides it; None:
+    unlimited), and how long a job may wait first in line for a reason
+    (:mod:`job_queue.head_of_line`)."""
 
     retry_on_failure: tuple[RetryRule, ...] = DEFAULT_RULES
     max_preemptions: int | None = None
+    head_of_line: tuple[HeadOfLineLimit, ...] = ()  # how long a job may block its line
 
     def preemptions_allowed(self, job_cap: int | None) -> int | None:
         """How often a job whose tag says ``job_cap`` (None: none) may be preempted."""

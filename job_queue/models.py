@@ -117,6 +117,7 @@ class Action(StrEnum):
     CANCELLED = "cancelled"
     PREEMPTED = "preempted"
     POOL_RELEASED = "pool-released"  # its idle warm pool was ended for another job
+    BLOCKED = "blocked"  # failed by the sweep: first in line past its HeadOfLineLimits
 
 
 @dataclass(frozen=True)

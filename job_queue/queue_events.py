@@ -1,7 +1,9 @@
 """The queue's own events: one "Training Job Queue State Change" on the default EventBridge
 bus for every state change of a queued job, for users to route (SNS, chat, mail) with an
 ordinary rule, and one "Training Job Queue Warm Pool Released" when the queue ends a job's
-idle warm pool for another job.
+idle warm pool for another job, one "Training Job Queue Hold Changed" when an admin
+holds, drains or resumes the queue or a share, and one "Training Job Queue Blocked" when a
+job waited first in line past its HeadOfLineLimits.
 
 The service records each change as it writes it (:class:`StateChange`, on the invocation's
 report); the handler publishes them when the invocation ends, in the order they happened.
@@ -27,6 +29,8 @@ logger = Logger(child=True)
 SOURCE = "training-job-queue"
 DETAIL_TYPE = "Training Job Queue State Change"
 POOL_DETAIL_TYPE = "Training Job Queue Warm Pool Released"
+HOLD_DETAIL_TYPE = "Training Job Queue Hold Changed"
+BLOCKED_DETAIL_TYPE = "Training Job Queue Blocked"
 _BATCH = 10  # PutEvents takes at most 10 entries
 
 
@@ -87,8 +91,59 @@ class PoolReleased:
     reason: str
 
 
-def detail(change: StateChange | PoolReleased, queue_name: str) -> dict:
+@dataclass(frozen=True)
+class HoldChanged:
+    """An admin (``by``) held, drained or resumed (``action``) the queue or ``share``."""
+
+    action: str
+    share: str | None
+    by: str
+    at: float
+
+
+@dataclass(frozen=True)
+class JobBlocked:
+    """``job`` waited first in line for ``why`` for ``waited_s``, past its HeadOfLineLimits;
+    ``action``: what the sweep did (cancel: it failed the job; alarm: nothing more)."""
+
+    job: str
+    why: WaitingFor
+    waited_s: float
+    action: str
+    share: str | None
+    at: float
+
+
+Change = StateChange | PoolReleased | HoldChanged | JobBlocked
+_DETAIL_TYPES = {
+    StateChange: DETAIL_TYPE,
+    PoolReleased: POOL_DETAIL_TYPE,
+    HoldChanged: HOLD_DETAIL_TYPE,
+    JobBlocked: BLOCKED_DETAIL_TYPE,
+}
+
+
+def detail(change: Change, queue_name: str) -> dict:
     """The event's ``detail``."""
+    if isinstance(change, JobBlocked):
+        return {
+            "queue": queue_name,
+            "job": change.job,
+            "blocked_for": change.why.code.value,
+            "waiting_for": change.why.to_dict(),
+            "waited_seconds": round(change.waited_s),
+            "action": change.action,
+            "share": change.share,
+            "at": _iso(change.at),
+        }
+    if isinstance(change, HoldChanged):
+        return {
+            "queue": queue_name,
+            "action": change.action,
+            "share": change.share,
+            "by": change.by,
+            "at": _iso(change.at),
+        }
     if isinstance(change, PoolReleased):
         return {
             "queue": queue_name,
@@ -123,18 +178,18 @@ def pattern(queue_name: str) -> dict:
     """The event pattern of this queue's events (the template's rules, and the local API's)."""
     return {
         "source": [SOURCE],
-        "detail-type": [DETAIL_TYPE, POOL_DETAIL_TYPE],
+        "detail-type": list(_DETAIL_TYPES.values()),
         "detail": {"queue": [queue_name]},
     }
 
 
-def publish(client, changes: Sequence[StateChange | PoolReleased], queue_name: str) -> int:
+def publish(client, changes: Sequence[Change], queue_name: str) -> int:
     """Put ``changes`` on the default bus, in order; how many EventBridge refused (logged)."""
     refused = 0
     entries = [
         {
             "Source": SOURCE,
-            "DetailType": POOL_DETAIL_TYPE if isinstance(change, PoolReleased) else DETAIL_TYPE,
+            "DetailType": _DETAIL_TYPES[type(change)],
             "Detail": json.dumps(detail(change, queue_name)),
             "Time": datetime.fromtimestamp(change.at, UTC),
             "Resources": [],
@@ -154,7 +209,7 @@ def publish(client, changes: Sequence[StateChange | PoolReleased], queue_name: s
                 refused += 1
                 logger.warning(
                     f"queue event refused: {result['ErrorCode']} {result.get('ErrorMessage')}",
-                    extra={"job": json.loads(entry["Detail"])["job"]},
+                    extra={"job": json.loads(entry["Detail"]).get("job")},
                 )
     return refused
 

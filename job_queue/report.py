@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from job_queue.config import Layout
-from job_queue.queue_events import PoolReleased, StateChange
+from job_queue.queue_events import Change, StateChange
 from job_queue.scheduler import ActiveJob
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
@@ -31,9 +31,10 @@ class Report:
     share_usage: list[ShareUsage] = field(default_factory=list)
     waiting_by_share: dict[str, int] = field(default_factory=dict)
     waiting_by_reason: dict[str, int] = field(default_factory=dict)  # after a sweep's pass
+    blocked: int = 0  # jobs first in line past their HeadOfLineLimits, this sweep
     outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
     # For the queue's events: the state changes it wrote, and the pools it released.
-    changes: list[StateChange | PoolReleased] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
 
     def submitted_waiting(self, job: str, why: WaitingFor | None) -> None:
         """The submission of ``job`` is to say why it waits (its first code), in its event."""

@@ -13,11 +13,13 @@ from job_queue.fair_share_config import set_in_effect
 from job_queue.outlook import Outlook
 from job_queue.paging import parse_limit
 from job_queue.request import parse_body, parse_json
+from job_queue.scheduler.holds import HoldAction
 from job_queue.scheduler.order import preemption_order
 from job_queue.service import QueueService
 from job_queue.usage_view import usage_view
 from job_queue.views import (
     active_row,
+    holds_view,
     iso,
     job_detail,
     outside_row,
@@ -83,6 +85,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
             "uncapped": sorted(layout.uncapped),
             "shares": [share.name for share in layout.shares],
             "fair_share_next": listing.next_up,
+            **holds_view(held),
         }
         return _json(200, answer)
 
@@ -120,6 +123,25 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     def set_weights():
         service.set_weights(parse_json(app.current_event.body), caller())
         return usage()
+
+    def change_hold(action: HoldAction) -> Response:
+        body = parse_json(app.current_event.body) if app.current_event.body else {}
+        if not isinstance(body, dict) or set(body) - {"share"}:
+            raise InvalidRequest('the body must be empty, or name a share: {"share": "A"}')
+        held = service.change_hold(action, body.get("share"), caller())
+        return _json(200, holds_view(held))
+
+    @app.post("/queue/hold")
+    def hold_queue():
+        return change_hold(HoldAction.HOLD)
+
+    @app.post("/queue/drain")
+    def drain_queue():
+        return change_hold(HoldAction.DRAIN)
+
+    @app.post("/queue/resume")
+    def resume_queue():
+        return change_hold(HoldAction.RESUME)
 
     @app.get("/jobs/<name>")
     def get_job(name: str):

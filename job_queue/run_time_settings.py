@@ -1,5 +1,6 @@
 """What admins change at run time and everyone may look at: the quota shares (GET and PUT
-/shares) and fair share's usage and weights (GET /usage, PUT /usage/weights). A part of
+/shares), fair share's usage and weights (GET /usage, PUT /usage/weights), and holds on the
+queue or a share (POST /queue/hold, /queue/drain, /queue/resume). A part of
 :class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from job_queue.access import Caller
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
+from job_queue.queue_events import HoldChanged
 from job_queue.retry import RETRIES, busy, until_settled
+from job_queue.scheduler.holds import HoldAction, HoldChange, changed
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.share_config import dumps_shares
 from job_queue.store import Holders
@@ -90,3 +93,27 @@ class RunTimeSettings:
         logger.info("shares changed", extra={"shares": [s.name for s in shares]})
         self.schedule()
         return self.layout()
+
+    def change_hold(self, action: HoldAction, share: str | None, caller: Caller) -> Holders:
+        """Hold, drain or resume the queue (``share`` None) or one of its shares (admins
+        only), then schedule: a drain stops the running jobs it holds. The holders after."""
+        what = "the queue" if share is None else f"share {share}"
+        access.check_admin(caller, f"{action.value} {what}")
+        if share is not None and not isinstance(share, str):
+            raise InvalidRequest(f"share must be a share's name, got {share!r}")
+
+        def change_once() -> None:
+            held = self.store.holders()
+            names = [s.name for s in self.layout(held).shares]
+            if share is not None and share not in names:
+                known = f"its shares are {', '.join(names)}" if names else "it has no shares"
+                raise InvalidRequest(f"share {share} is not one of the queue's shares: {known}")
+            change = HoldChange(action, share, caller.arn, self.clock())
+            holds = changed(held.holds, change)
+            self.store.set_holds(holds, held.hold_changes, change, held.version)
+
+        until_settled(change_once, RETRIES, busy("the queue", f"while {what} was changed"))
+        logger.info(f"{what}: {action.value}", extra={"share": share, "action": action.value})
+        self.report.changes.append(HoldChanged(action.value, share, caller.arn, self.clock()))
+        self.schedule()
+        return self.store.holders()

@@ -15,6 +15,7 @@ from job_queue.scheduler.shares import ShareUsage
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.scheduler.waiting_for import WaitingFor, iso
 from job_queue.share_config import share_to_dict
+from job_queue.store import Holders
 
 
 def _instances(demand: Demand, helpers: Demand | None = None) -> dict:
@@ -238,3 +239,18 @@ def shares_view(
         )
     changed = {"by": changed_by, "at": iso(changed_at)} if changed_by else None
     return {"shares": rows, "capacity": dict(layout.capacity), "changed": changed}
+
+
+def holds_view(held: Holders) -> dict:
+    """The admins' holds on the queue and its shares (``share`` null: the whole queue), and
+    the trail of who held, drained or resumed what, latest last."""
+    return {
+        "holds": [
+            {"share": h.share, "drain": h.drain, "by": h.by, "since": iso(h.since)}
+            for h in held.holds
+        ],
+        "hold_changes": [
+            {"action": c.action.value, "share": c.share, "by": c.by, "at": iso(c.at)}
+            for c in held.hold_changes
+        ],
+    }

@@ -134,6 +134,11 @@ class QueueClient:
         """PUT /shares: replace the quota shares (a shares file's list) without deploying."""
         return self._call("PUT", "/shares", shares)
 
+    def change_hold(self, action: str, share: str | None = None) -> dict:
+        """POST /queue/hold, /queue/drain or /queue/resume (``action``; admins): of the whole
+        queue, or of ``share``. Answers the holds in effect and who changed them."""
+        return self._call("POST", f"/queue/{action}", {"share": share} if share else None)
+
     # -- HTTP ---------------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, body: dict | list | None = None) -> dict:

@@ -13,6 +13,14 @@ from job_queue import queue_events
 def event_line(detail: dict) -> str:
     """One event in words: ``2026-12-01T12:00:00.000+00:00 job1 running -> preempting
     (attempt 1): preempted by job4 (priority 3 > 1)``."""
+    if detail.get("blocked_for"):  # first in line past its HeadOfLineLimits
+        done = "cancelled (failed)" if detail["action"] == "cancel" else "alarm"
+        why = detail["waiting_for"]["message"]
+        waited = f"waited {detail['waited_seconds']} s for {detail['blocked_for']} ({why})"
+        return f"{detail['at']} {detail['job']} blocked, {done}: {waited}"
+    if detail.get("action"):  # an admin held, drained or resumed the queue or a share
+        what = f"share {detail['share']}" if detail.get("share") else "the queue"
+        return f"{detail['at']} {what} {detail['action']} by {detail['by']}"
     if detail.get("released_for"):
         return f"{detail['at']} {detail['job']} warm pool released: {detail['reason']}"
     moved = f"{detail.get('from') or 'submitted'} -> {detail['to']}"

@@ -128,3 +128,17 @@ def duration(seconds: float) -> str:
         return f"{minutes}m{seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def hold_lines(holds: list[dict]) -> list[str]:
+    """The admins' holds, one line each: "the queue is held by ... since ..."."""
+    lines = []
+    for hold in holds:
+        what = f"share {hold['share']}" if hold.get("share") else "the queue"
+        how = "drained (running jobs stopped and requeued)" if hold["drain"] else "held"
+        lines.append(
+            f"{what} is {how} by {hold['by']} since {hold['since']}: nothing starts until "
+            "an admin runs smq queue resume"
+            + (f" --share {hold['share']}" if hold.get("share") else "")
+        )
+    return lines

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 from job_queue.scheduler import waiting_for
 from job_queue.scheduler.order import least_lost_first, preemption_order
@@ -41,8 +42,14 @@ class Diagnosis(PassState):
         self._heads: dict[tuple[str, str], WaitingJob] = {}
 
     def _waits(self, job: WaitingJob, why: WaitingFor) -> None:
-        """``job`` does not start in this pass, for ``why`` (a later decision replaces it)."""
-        self._why[job.name] = why
+        """``job`` does not start in this pass, for ``why`` (a later decision replaces it);
+        it is first in line unless a job held before it waits for any of its instances."""
+        share = self._share_of(job.share)
+        ahead = share is not None and any(
+            (head := self._heads.get((share.name, key))) is not None and head.name != job.name
+            for key in job.demand
+        )
+        self._why[job.name] = replace(why, first=not ahead)
 
     def _heads_at(self, job: WaitingJob, share: Share) -> None:
         for key in job.demand:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from job_queue.models import JobState
 from job_queue.scheduler.snapshot import ActiveJob, Preemption
@@ -44,12 +45,42 @@ class QueueHold:
 
 
 def hold_on(holds: Sequence[QueueHold], share: str | None) -> QueueHold | None:
-    """The hold that keeps jobs of ``share`` from starting, if any (the whole queue's
-    first)."""
-    whole = next((h for h in holds if h.share is None), None)
-    if whole is not None or share is None:
-        return whole
-    return next((h for h in holds if h.share == share), None)
+    """The hold that keeps jobs of ``share`` from starting, if any: a drain before a hold
+    (either of the whole queue or of the share), the whole queue's before the share's."""
+    on = [h for h in holds if h.share is None or (share is not None and h.share == share)]
+    return min(on, key=lambda h: (not h.drain, h.share is not None), default=None)
+
+
+class HoldAction(StrEnum):
+    """What an admin does to the queue or a share."""
+
+    HOLD = "hold"  # nothing new starts; running jobs go on
+    DRAIN = "drain"  # nothing starts, and running jobs are stopped and requeued
+    RESUME = "resume"  # jobs start again
+
+
+@dataclass(frozen=True)
+class HoldChange:
+    """One line of the holds' audit trail: who held, drained or resumed what, and when."""
+
+    action: HoldAction
+    share: str | None  # None: the whole queue
+    by: str
+    at: float
+
+
+KEPT_CHANGES = 20  # the audit trail keeps the last ones
+
+
+def changed(holds: Sequence[QueueHold], change: HoldChange) -> tuple[QueueHold, ...]:
+    """``holds`` after ``change``. Holding (or draining) what is so already keeps who did
+    it first, and since when."""
+    others = tuple(h for h in holds if h.share != change.share)
+    if change.action is HoldAction.RESUME:
+        return others
+    drain = change.action is HoldAction.DRAIN
+    kept = next((h for h in holds if h.share == change.share and h.drain == drain), None)
+    return (*others, kept or QueueHold(change.share, drain, change.by, change.at))
 
 
 def drained(active: Iterable[ActiveJob], holds: Sequence[QueueHold], lost=None) -> list[Preemption]:

@@ -43,13 +43,15 @@ class Reason(StrEnum):
 @dataclass(frozen=True)
 class WaitingFor:
     """Why one job waits: ``code``, a ``message`` for people, and the facts: the jobs it
-    waits for or behind, when the reason ends (if known), the share concerned."""
+    waits for or behind, when the reason ends (if known), the share concerned, and whether
+    it is first in line (set by the pass)."""
 
     code: Reason
     message: str
     jobs: tuple[str, ...] = ()
     until: float | None = None
     share: str | None = None
+    first: bool = False  # first in line for its instances: no job ahead of it waits for them
 
     def to_dict(self) -> dict:
         """As the API shows it."""
@@ -59,6 +61,7 @@ class WaitingFor:
             "jobs": list(self.jobs),
             "until": iso(self.until),
             "share": self.share,
+            "first_in_line": self.first,
         }
 
 

@@ -20,6 +20,7 @@ from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
+from job_queue.store.hold_writes import HoldWrites
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
 from job_queue.store.pool_writes import IDLE_POOL, PoolWrites
@@ -33,7 +34,9 @@ _PENDING, _PREEMPTED = JobState.PENDING.value, JobState.PREEMPTED.value
 __all__ = ["DynamoJobStore", "Holders"]
 
 
-class DynamoJobStore(TableReads, PoolWrites, RunTimes, HolderNotes, LineKeeping, BulkLoading):
+class DynamoJobStore(
+    TableReads, PoolWrites, HoldWrites, RunTimes, HolderNotes, LineKeeping, BulkLoading
+):
     """Reads and conditional writes of the queue table.
 
     Example::
@@ -282,16 +285,22 @@ class DynamoJobStore(TableReads, PoolWrites, RunTimes, HolderNotes, LineKeeping,
             return False
         return True
 
-    def cancel_waiting(self, job: Job, now: float, audit: AuditEntry) -> None:
-        """pending or preempted → cancelled: the job leaves the queue."""
+    def end_waiting(
+        self, job: Job, now: float, audit: AuditEntry, failure_reason: str | None = None
+    ) -> None:
+        """pending or preempted → cancelled (with ``failure_reason``: failed, as the sweep
+        fails a job blocked past its HeadOfLineLimits): the job leaves the queue."""
+        state = JobState.CANCELLED if failure_reason is None else JobState.FAILED
+        reason = {} if failure_reason is None else {"failure_reason": failure_reason}
         self._transact(
             table.set_fields(
                 table.job_key(job.name),
                 {
-                    "state": JobState.CANCELLED.value,
+                    "state": state.value,
                     "updated_at": now,
                     "ended_at": now,
                     TTL_ATTRIBUTE: int(now + self._retention),
+                    **reason,
                 },
                 "#state = :expected_state",
                 {":expected_state": job.state.value},

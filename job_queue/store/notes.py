@@ -1,12 +1,15 @@
 """What the holders item also keeps that is not a holding: the training plans as last read,
-the sweep's count of waiting jobs, and fair-share weights set at run time. Written without a
-version bump: no plan depends on them being the latest."""
+the sweep's count of waiting jobs, fair-share weights set at run time, and the jobs first in
+line that HeadOfLineLimits counts. Written without a version bump: no plan depends on them
+being the latest."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from job_queue.head_of_line import Blocking
 from job_queue.scheduler.reservations import TrainingPlan
+from job_queue.scheduler.waiting_for import Reason
 from job_queue.store import codecs, table
 from job_queue.store.table import POOL_KEY
 
@@ -51,3 +54,28 @@ class HolderNotes:
             ConditionExpression="attribute_exists(version)",
             ExpressionAttributeValues=table.ser(values),
         )
+
+    def set_blocking(self, kept: Mapping[str, Blocking]) -> None:
+        """The jobs first in line that HeadOfLineLimits counts, as the sweep just found them
+        (no version bump: a count for the next sweep)."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=table.ser(POOL_KEY),
+            UpdateExpression="SET blocking = :kept",
+            ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeValues=table.ser({":kept": blocking_value(kept)}),
+        )
+
+
+def blocking_value(kept: Mapping[str, Blocking]) -> dict:
+    return {
+        name: {"reason": b.reason.value, "since": b.since, "alarmed": b.alarmed}
+        for name, b in kept.items()
+    }
+
+
+def blocking_from(value: Mapping) -> dict[str, Blocking]:
+    return {
+        name: Blocking(Reason(e["reason"]), float(e["since"]), bool(e["alarmed"]))
+        for name, e in value.items()
+    }

@@ -8,18 +8,22 @@ read lazily, page by page, only as far as the scheduler asks.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from botocore.exceptions import ClientError
 
+from job_queue.head_of_line import Blocking
 from job_queue.models import Job
 from job_queue.scheduler import ActiveJob, WaitingJob
 from job_queue.scheduler.fair_share import FairShare, Standings
 from job_queue.scheduler.forecast import RunHistory
+from job_queue.scheduler.holds import HoldChange, QueueHold
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.accounts import ACCOUNT_PK, Accounts, accounts_from
+from job_queue.store.hold_writes import changes_from, holds_from
+from job_queue.store.notes import blocking_from
 from job_queue.store.queue_reading import QueueReading
 from job_queue.store.runs import RUNS_KEY, history_from
 from job_queue.store.table import MULTI_TYPE, POOL_KEY, SEQ_KEY
@@ -47,6 +51,9 @@ class Holders:
     weights_deployed: str | None = None  # the deployed weights they replaced
     weights_changed_by: str | None = None  # who set them, and when
     weights_changed_at: float | None = None
+    holds: tuple[QueueHold, ...] = ()  # an admin holds or drains the queue, or shares of it
+    hold_changes: tuple[HoldChange, ...] = ()  # who held, drained or resumed what (latest last)
+    blocking: Mapping[str, Blocking] = field(default_factory=dict)  # HeadOfLineLimits' counts
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -259,6 +266,9 @@ def _holders_from(holders: Mapping) -> Holders:
         weights_deployed=holders.get("weights_deployed"),
         weights_changed_by=holders.get("weights_changed_by"),
         weights_changed_at=holders.get("weights_changed_at"),
+        holds=holds_from(holders.get("holds", ())),
+        hold_changes=changes_from(holders.get("hold_changes", ())),
+        blocking=blocking_from(holders.get("blocking", {})),
     )
 
 

@@ -124,7 +124,8 @@ def all_ended(world) -> bool:
 
 def at_the_end(world) -> list[str]:
     """Nothing accepted was lost; every job ended as it should (completed, or cancelled if
-    its user cancelled it, or failed if it was preempted more often than allowed); each
+    its user cancelled it, or failed if it was preempted more often than allowed or blocked
+    its line past its HeadOfLineLimits); each
     job's attempts are the SageMaker jobs started for it, ended as SageMaker says; its audit
     trail says who did what."""
     found = []
@@ -144,6 +145,8 @@ def at_the_end(world) -> list[str]:
         cap = world.cloud.settings.limits.preemptions_allowed(job.max_preemptions)
         if cap is not None and job.preemptions > cap:
             ended = JobState.FAILED  # preempted past its cap: it must not go back in line
+        if any(entry.action is Action.BLOCKED for entry in job.history):
+            ended = JobState.FAILED  # failed at the head of its line past HeadOfLineLimits
         if job.state not in (ended, JobState.COMPLETED):
             why = f" ({job.failure_reason})" if job.failure_reason else ""
             found.append(f"{name} ended {job.state}{why}, not {ended}")

@@ -5,9 +5,10 @@ sweep — that the harness kills at each of its calls in turn.
 Between them they reach every crash site of the queue: submit, cancel and reprioritise;
 each SageMaker event (started, completed, stopped after a preemption or a cancel, or past
 the job's max-preemptions, failed for capacity, failed with an internal error that is
-retried, a job started outside the queue and its end); warm pools (kept, started on,
-released, refused, expired, unclaimed); training plans; shares replaced at run time; and
-the sweep's repairs.
+retried, a job started outside the queue and its end); a job failed at the head of its
+line past its HeadOfLineLimits; warm pools (kept, started on,
+released, refused, expired, unclaimed); training plans; shares replaced at run time; an
+admin's drain and resume; and the sweep's repairs.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from dataclasses import dataclass, field
 from tjq.local.cloud import training_request
 
 from job_queue import tags
+from job_queue.head_of_line import Act, HeadOfLineLimit
 from job_queue.limits import Limits
 from job_queue.scheduler import Policy, Share, Strategy
 from job_queue.scheduler.fair_share import FairShare
+from job_queue.scheduler.waiting_for import Reason
 from tests.faults.wire import Outage
 from tests.faults.world import World
 
@@ -175,6 +178,30 @@ def _request(method: str, path: str, body=None, caller=None):
     return act
 
 
+def _drain(share: str | None = None, resume_after: bool = True):
+    """An admin's drain of the queue (or ``share``), the invocation that may die; once its
+    stops have landed, the admin resumes it (a queue left drained would never finish)."""
+    body = {"share": share} if share else None
+
+    def act(world: World, kill: Kill):
+        answer = world.request("POST", "/queue/drain", body, kill=kill, caller=ADMIN)
+        if resume_after:
+            world.run_for(180)
+            world.request("POST", "/queue/resume", body, caller=ADMIN)
+        return answer
+
+    return act
+
+
+def _drained(*names: str) -> Callable[[World], None]:
+    def setup(world: World) -> None:
+        _running(*names)(world)
+        _drain(resume_after=False)(world, None)
+        world.run_for(180)
+
+    return setup
+
+
 def _event(job_name: str, status: str):
     def act(world: World, kill: Kill):
         event = world.hold_event(lambda event: _is(event, job_name, status))
@@ -185,6 +212,16 @@ def _event(job_name: str, status: str):
 
 def _sweep(world: World, kill: Kill):
     return world.sweep(kill=kill)
+
+
+def _blocked_past_its_limit(world: World) -> None:
+    """second waits at its share's limit; a sweep has started its count, and the next sweep
+    (paused until then) finds it past its HeadOfLineLimits."""
+    world.submit(job("first", share="team"))
+    world.submit(job("second", share="team"))
+    world.sweep()
+    world.sweeping = False
+    world.run_for(120)
 
 
 def _release_refused(world: World, kill: Kill):
@@ -269,6 +306,17 @@ SCENARIOS = (
     Scenario(
         "SageMaker refuses to release a warm pool", _release_refused, _an_idle_pool, KEEP_POOLS
     ),
+    Scenario(
+        "the sweep fails a job blocked at the head of its line past its limit",
+        _sweep,
+        _blocked_past_its_limit,
+        {
+            "shares": (Share("team", {P5: 1}, strategy=Strategy.LEND),),
+            "limits": Limits(head_of_line=(HeadOfLineLimit(Reason.SHARE_LIMIT, 60, Act.CANCEL),)),
+            "capacity": {P5: 1},
+            "strict_order": False,
+        },
+    ),
     Scenario("the sweep finds a completion whose event was lost", _sweep, _completion_lost),
     Scenario("the sweep finds a start whose answer was lost", _sweep, _start_answer_lost),
     Scenario(
@@ -336,6 +384,24 @@ SCENARIOS = (
             ],
             caller=ADMIN,
         ),
+        lambda world: (world.submit(job("v", share="vision")), world.submit(job("n", share="nlp"))),
+        {"shares": TEAMS, "strict_order": False},
+    ),
+    Scenario(
+        "an admin drains the queue: its running jobs are stopped and requeued",
+        _drain(),
+        _running("a", "b"),
+        {"strict_order": False},
+    ),
+    Scenario(
+        "an admin resumes a drained queue",
+        _request("POST", "/queue/resume", caller=ADMIN),
+        _drained("a", "b"),
+        {"strict_order": False},
+    ),
+    Scenario(
+        "an admin drains one share, the other goes on",
+        _drain("vision"),
         lambda world: (world.submit(job("v", share="vision")), world.submit(job("n", share="nlp"))),
         {"shares": TEAMS, "strict_order": False},
     ),

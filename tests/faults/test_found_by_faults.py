@@ -29,7 +29,7 @@ def test_a_cancel_asked_again_after_its_answer_was_lost_is_answered_as_done():
     try:
         for name in ("a", "b", "c"):
             world.submit(job(name))
-        answer = world.request("DELETE", "/jobs/c", kill=("DynamoJobStore.cancel_waiting", "after"))
+        answer = world.request("DELETE", "/jobs/c", kill=("DynamoJobStore.end_waiting", "after"))
         assert world.targeted.died_at is not None
         assert answer[0] == 200 and answer[1]["job"]["state"] == "cancelled"
     finally:

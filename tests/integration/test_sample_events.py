@@ -121,3 +121,24 @@ def test_the_weights_sample_sets_a_weight_an_admin_chose(make_cloud):
     assert row["weight"] == 2
     usage = json.loads(_invoke(cloud, "api-list-usage.json")["body"])
     assert usage["changed"]["by"] == "arn:aws:sts::123456789012:assumed-role/QueueAdmin/bob"
+
+
+def test_the_drain_and_resume_samples_stop_and_restart_the_queue(make_cloud):
+    cloud = make_cloud(admins=("arn:aws:iam::123456789012:role/QueueAdmin",))
+    _invoke(cloud, "api-add-job.json")
+    cloud.advance(60)
+    drained = _invoke(cloud, "api-drain-queue.json")
+    assert drained["statusCode"] == 200, drained["body"]
+    (hold,) = json.loads(drained["body"])["holds"]
+    assert (hold["drain"], hold["by"]) == (
+        True,
+        "arn:aws:sts::123456789012:assumed-role/QueueAdmin/bob",
+    )
+    assert json.loads(_invoke(cloud, "api-get-job.json")["body"])["job"]["state"] == "preempting"
+    cloud.advance(120)
+    resumed = _invoke(cloud, "api-resume-queue.json")
+    assert json.loads(resumed["body"])["holds"] == []
+    assert json.loads(_invoke(cloud, "api-get-job.json")["body"])["job"]["state"] in (
+        "starting",
+        "running",
+    )

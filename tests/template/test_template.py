@@ -86,6 +86,9 @@ def test_every_route_requires_sigv4(translated):
         ("/shares", "put"),
         ("/usage", "get"),
         ("/usage/weights", "put"),
+        ("/queue/hold", "post"),
+        ("/queue/drain", "post"),
+        ("/queue/resume", "post"),
     }
     for path, ops in paths.items():
         for method, op in ops.items():

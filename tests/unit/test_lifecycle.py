@@ -28,6 +28,7 @@ from job_queue.sagemaker import (
     StartResult,
     TrainingJobStatus,
 )
+from job_queue.scheduler.holds import DRAIN
 from job_queue.scheduler.snapshot import WarmPool
 
 NOW = 50_000.0
@@ -310,6 +311,30 @@ TOO_OFTEN = "preempted 2 times, more than its max-preemptions (1) allows"
                 JobState.FAILED,
                 (Attempt(1, "x", 1.0, NOW, Outcome.PREEMPTED, preempted_by="urgent"),),
                 "preempted once, more than its max-preemptions (0) allows",
+            ),
+        ),
+        (
+            "a stop by an admin's drain is not counted: the job waits to resume",
+            replace(CAPPED, preempted_by=DRAIN),
+            Limits(max_preemptions=0),
+            Settle(JobState.PREEMPTED, last(Outcome.PREEMPTED, preempted_by=DRAIN)),
+        ),
+        (
+            "earlier drains are not counted either: the first real preemption is allowed",
+            replace(
+                CAPPED,
+                attempts=(
+                    Attempt(1, "train", 1000.0, 2000.0, Outcome.PREEMPTED, preempted_by=DRAIN),
+                    Attempt(2, "train-r2-abc", 40_000.0),
+                ),
+            ),
+            Limits(),
+            Settle(
+                JobState.PREEMPTED,
+                (
+                    Attempt(1, "train", 1000.0, 2000.0, Outcome.PREEMPTED, preempted_by=DRAIN),
+                    Attempt(2, "train-r2-abc", 40_000.0, NOW, Outcome.PREEMPTED, None, "urgent"),
+                ),
             ),
         ),
     ],

@@ -309,3 +309,13 @@ def test_a_started_job_has_no_reason() -> None:
     decided = plan(Snapshot(NOW, {P5: 2}, active=[running("r")]), [waiting("next")])
     assert [job.name for job in decided.starts] == ["next"]
     assert decided.waiting == {}
+
+
+def test_the_pass_says_which_waiting_job_is_first_in_line_for_its_instances() -> None:
+    seen = Snapshot(NOW, {P5: 2}, active=[running("holder", priority=5)])
+    refused = waiting("refused", priority=9, seq=0, not_before=NOW + 30, last_error="Throttling")
+    line = [refused, waiting("big", seq=1, instances=2), waiting("small", seq=2)]
+    first = {name: why.first for name, why in explain(seen, line, Policy()).items()}
+    # A job that backs off holds nobody back, so big is first for the instances; small
+    # waits behind big.
+    assert first == {"refused": True, "big": True, "small": False}

@@ -8,6 +8,8 @@
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
     smq usage [--json]               fair share: each submitter's recent use, and who is next
     smq usage apply WEIGHTS.json     replace the fair-share weights (admins; no deployment)
+    smq queue hold|drain|resume [--share S]  stop starting jobs / also stop the running ones
+                                     (requeued) / start again (admins)
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
@@ -139,6 +141,19 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("file", nargs="?", help='the weights file, such as {"project-x": 2}')
     usage.add_argument("--json", action="store_true", help="print the API's JSON")
     usage.set_defaults(run=queue.usage)
+
+    held = commands.add_parser(
+        "queue", parents=[api], help="hold, drain or resume the queue or a share (admins)"
+    )
+    held.add_argument(
+        "action",
+        choices=["hold", "drain", "resume"],
+        help="hold: nothing new starts; drain: and running jobs are stopped and requeued "
+        "(checkpointing jobs lose nothing); resume: jobs start again",
+    )
+    held.add_argument("--share", help="only this quota share's jobs (default: the whole queue)")
+    held.add_argument("--json", action="store_true", help="print the API's JSON")
+    held.set_defaults(run=queue.hold)
 
     show = commands.add_parser("show", parents=[api], help="one job and its attempts")
     show.add_argument("name")

@@ -45,9 +45,12 @@ def _listing(api, share: str | None, everything: bool = False) -> dict:
 
 
 def _status_text(answer: dict, share: str | None) -> str:
-    from tjq.table import outside_lines, plan_lines, pool_lines, queue_table
+    from tjq.table import hold_lines, outside_lines, plan_lines, pool_lines, queue_table
 
     parts = [queue_table(answer["jobs"])]
+    holds = [h for h in answer.get("holds", []) if not share or h["share"] in (None, share)]
+    if holds:
+        parts.insert(0, "\n".join(hold_lines(holds)))
     if answer.get("next_token"):
         shown = sum(1 for job in answer["jobs"] if job.get("position"))
         about = "about " if answer.get("waiting_counted_at") else ""  # the sweep's count
@@ -67,6 +70,18 @@ def _status_text(answer: dict, share: str | None) -> str:
     label = "on-demand capacity" if answer.get("plans") else "capacity"
     parts.append(f"{label}: {capacity}{uncapped}")
     return "\n\n".join(parts)
+
+
+def hold(args) -> int:
+    """Hold, drain or resume the queue or one share (admins), and say what holds now."""
+    from tjq.table import hold_lines
+
+    answer = client(args).change_hold(args.action, args.share)
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    print("\n".join(hold_lines(answer["holds"])) or "nothing is held: jobs start as usual")
+    return 0
 
 
 def logs(args) -> int:
