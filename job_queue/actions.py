@@ -16,7 +16,7 @@ from dataclasses import replace
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from job_queue import lifecycle, outside, plans
+from job_queue import lifecycle, outside, plans, tags
 from job_queue.errors import SageMakerError, StaleState
 from job_queue.head_of_line import Act, Blocked
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
@@ -252,6 +252,14 @@ class Actions:
                 self.create(job, job.attempt_name)
             case lifecycle.Stop(why):
                 logger.info(f"stopping: {why}", extra={"job": job.name})
+                self.sagemaker.stop(job.attempt_name)
+            case lifecycle.StopForGood(why):
+                audit = AuditEntry(now, Action.LIMIT_REACHED, tags.MAX_TOTAL_RUNTIME)
+                self.store.begin_stop(
+                    job, JobState.CANCELLING, now, audit=audit, failure_reason=why
+                )
+                self.changed(job, JobState.CANCELLING, now, why)
+                logger.info(f"stopping for good: {why}", extra={"job": job.name})
                 self.sagemaker.stop(job.attempt_name)
 
     def changed(self, job: Job, to_state: JobState, now: float, reason=None, **known) -> None:

@@ -15,6 +15,9 @@ The rules:
   it goes back to its place in the queue to retry after a backoff; or unless the reason
   matches a ``RetryOnFailure`` rule (:mod:`job_queue.limits`) the job has not used
   up: then it goes back to its place, to resume from its checkpoint.
+* A job whose attempts have run longer in all than its ``max-total-runtime`` tag allows is
+  stopped by the sweep (cancelling) and ends failed; one preempted or retried past it ends
+  failed instead of going back in line.
 * Stopped: a job being preempted waits to resume, in its place; a job being cancelled is
   cancelled; any other was stopped outside the queue (console, CLI) and is not requeued.
 * Whatever the end, a job with a keep-alive may leave a warm pool: SageMaker says
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from job_queue.limits import DEFAULT_LIMITS, Limits, retried
+from job_queue.limits import DEFAULT_LIMITS, Limits, over_total_runtime, retried
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.sagemaker import (
     PoolStatus,
@@ -119,7 +122,15 @@ class Stop:
     why: str
 
 
-Decision = Ignore | MarkRunning | Settle | BackOff | RetryStart | Stop
+@dataclass(frozen=True)
+class StopForGood:
+    """running → cancelling: the job has run past its ``max-total-runtime``; it is stopped
+    and ends failed, for ``why``."""
+
+    why: str
+
+
+Decision = Ignore | MarkRunning | Settle | BackOff | RetryStart | Stop | StopForGood
 
 
 @dataclass(frozen=True)
@@ -246,6 +257,9 @@ def on_description(
         return MarkRunning(_new_attempt(job, now))
     if job.state.is_stopping and found.status is SageMakerStatus.IN_PROGRESS:
         return Stop("the stop has not taken: SageMaker still runs it")
+    over = over_total_runtime(job.max_total_runtime, job.attempts, now)
+    if job.state is JobState.RUNNING and over is not None:
+        return StopForGood(over)
     return Ignore("SageMaker agrees with the queue")
 
 
@@ -320,8 +334,10 @@ def _ended(
             return _back_off(job, reason, now, backoff, attempts)
         earlier = [a.failure_reason for a in job.attempts if a.outcome is Outcome.FAILED]
         note = None if job.state.is_stopping else retried(limits.retry_on_failure, reason, earlier)
-        if note is not None:
-            return Settle(JobState.PENDING, closed(job, Outcome.FAILED, now, reason), note=note)
+        attempts = closed(job, Outcome.FAILED, now, reason)
+        over = over_total_runtime(job.max_total_runtime, attempts, now)
+        if note is not None and over is None:
+            return Settle(JobState.PENDING, attempts, note=note)
         return Settle(
             JobState.FAILED,
             closed(job, Outcome.FAILED, now, reason),
@@ -338,7 +354,13 @@ def _ended(
             times = "once" if preempted == 1 else f"{preempted} times"
             why = f"preempted {times}, more than its max-preemptions ({cap}) allows"
             return Settle(JobState.FAILED, attempts, failure_reason=why)
+        over = over_total_runtime(job.max_total_runtime, attempts, now)
+        if over is not None:  # it would only be stopped again once resumed
+            return Settle(JobState.FAILED, attempts, failure_reason=over)
         return Settle(JobState.PREEMPTED, attempts)
+    if job.state is JobState.CANCELLING and job.failure_reason:  # stopped at its limit
+        attempts = closed(job, Outcome.STOPPED, now)
+        return Settle(JobState.FAILED, attempts, failure_reason=job.failure_reason)
     if job.state is JobState.CANCELLING:
         return Settle(JobState.CANCELLED, closed(job, Outcome.CANCELLED, now))
     return Settle(JobState.STOPPED, closed(job, Outcome.STOPPED, now))

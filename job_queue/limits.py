@@ -1,6 +1,7 @@
 """What a job may go through before the queue fails it rather than requeue it: failed
-attempts tried again (the ``RetryOnFailure`` setting) and preemptions (``MaxPreemptions``
-and a job's ``max-preemptions`` tag), pure.
+attempts tried again (the ``RetryOnFailure`` setting), preemptions (``MaxPreemptions``
+and a job's ``max-preemptions`` tag) and its running time over all its attempts (its
+``max-total-runtime`` tag), pure.
 
 On p5 instances hardware faults and SageMaker's internal errors end long jobs far more
 often than the users' own errors do. A failed attempt whose ``FailureReason`` matches a rule
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from job_queue.head_of_line import HeadOfLineLimit
+from job_queue.models import Attempt
 
 MAX_ATTEMPTS = 10  # as AWS Batch's retryStrategy
 
@@ -125,3 +128,19 @@ def _rule(entry: object, where: str) -> RetryRule:
     if not 1 <= attempts <= MAX_ATTEMPTS:
         raise ValueError(f"{where}.attempts: must be from 1 to {MAX_ATTEMPTS}, got {attempts}")
     return RetryRule(pattern, attempts)
+
+
+def ran_for(attempts: Iterable[Attempt], now: float) -> float:
+    """How long ``attempts`` have run in all, the one still running counted until ``now``."""
+    return sum((now if a.ended_at is None else a.ended_at) - a.started_at for a in attempts)
+
+
+def over_total_runtime(cap: int | None, attempts: Iterable[Attempt], now: float) -> str | None:
+    """Why a job whose ``max-total-runtime`` tag says ``cap`` is stopped for good now (None:
+    it may run on)."""
+    if cap is None:
+        return None
+    ran = ran_for(attempts, now)
+    if ran <= cap:
+        return None
+    return f"ran {math.floor(ran)} s in all, more than its max-total-runtime ({cap} s) allows"

@@ -118,6 +118,7 @@ class Action(StrEnum):
     PREEMPTED = "preempted"
     POOL_RELEASED = "pool-released"  # its idle warm pool was ended for another job
     BLOCKED = "blocked"  # failed by the sweep: first in line past its HeadOfLineLimits
+    LIMIT_REACHED = "limit-reached"  # stopped by the sweep: past its max-total-runtime
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,12 @@ class Job:
         """Its ``max-preemptions`` tag: how often it may be preempted and requeued; one
         preemption more fails it (None: the queue's default)."""
         return tags.max_preemptions(self.request.get("Tags"))
+
+    @property
+    def max_total_runtime(self) -> int | None:
+        """Its ``max-total-runtime`` tag: how long its attempts may run in all, seconds (None:
+        no limit)."""
+        return tags.max_total_runtime(self.request.get("Tags"))
 
     @property
     def keep_alive(self) -> int:

@@ -113,10 +113,14 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
         )
     warm_pools.check_keep_alive(request)
     priority = priority_of(request.get("Tags"))
-    try:
-        tags.max_preemptions(request.get("Tags"))
-    except ValueError as exc:
-        raise InvalidRequest.must(f"Tags.{tags.MAX_PREEMPTIONS}", str(exc)) from None
+    for name, parse in (
+        (tags.MAX_PREEMPTIONS, tags.max_preemptions),
+        (tags.MAX_TOTAL_RUNTIME, tags.max_total_runtime),
+    ):
+        try:
+            parse(request.get("Tags"))
+        except ValueError as exc:
+            raise InvalidRequest.must(f"Tags.{name}", str(exc)) from None
     return Submission(
         name=job_name,
         priority=priority,

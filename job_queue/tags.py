@@ -28,6 +28,7 @@ SHARE = "share"
 CHECKPOINT = "checkpoint"
 FAIR_SHARE_ID = "fair-share-id"
 MAX_PREEMPTIONS = "max-preemptions"
+MAX_TOTAL_RUNTIME = "max-total-runtime"
 QUEUE = "training-job-queue:queue"
 JOB = "training-job-queue:job"
 ATTEMPT = "training-job-queue:attempt"
@@ -51,6 +52,18 @@ def max_preemptions(tags: Iterable[Mapping] | None) -> int | None:
     text = str(found).strip()
     if not text.isdigit():
         raise ValueError(f"be a whole number from 0, got {found!r}")
+    return int(text)
+
+
+def max_total_runtime(tags: Iterable[Mapping] | None) -> int | None:
+    """The ``max-total-runtime`` tag in seconds (None: not set). ValueError for anything but
+    a whole number above 0."""
+    found = value(tags, MAX_TOTAL_RUNTIME)
+    if found is None:
+        return None
+    text = str(found).strip()
+    if not text.isdigit() or int(text) == 0:
+        raise ValueError(f"be a whole number of seconds above 0, got {found!r}")
     return int(text)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from job_queue.config import Layout
+from job_queue.limits import ran_for
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.outlook import Outlook
 from job_queue.sagemaker import attempt_name
@@ -69,6 +70,9 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         "checkpoint_s3_uri": job.checkpoint_uri,
         "preemptions": job.preemptions,
         "max_preemptions": job.max_preemptions,  # its tag (null: the queue's MaxPreemptions)
+        "preemption_summary": preemption_summary(job),
+        "max_total_runtime_seconds": job.max_total_runtime,  # its tag (null: no limit)
+        "total_runtime_seconds": round(ran_for(job.attempts, now)),
         "preempted_by": job.preempted_by,
         "failure_reason": job.failure_reason,
         "start_failures": job.start_failures,
@@ -91,6 +95,22 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
                 "warm_pool_of": a.warm_pool,
             }
             for a in job.attempts
+        ],
+    }
+
+
+RECENT_PREEMPTIONS = 10  # as AWS Batch's preemptionSummary shows them
+
+
+def preemption_summary(job: Job) -> dict:
+    """How often the job was preempted, and the last ten times: when, by whom, the work
+    it lost (AWS Batch's ``preemptionSummary``)."""
+    preempted = [entry for entry in job.history if entry.action is Action.PREEMPTED]
+    return {
+        "preempted_attempt_count": job.preemptions,
+        "recent_preempted_attempts": [
+            {"at": iso(e.at), "preempted_by": e.preempted_by, "lost_work_seconds": e.lost_work_s}
+            for e in preempted[-RECENT_PREEMPTIONS:]
         ],
     }
 

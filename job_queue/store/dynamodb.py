@@ -165,9 +165,10 @@ class DynamoJobStore(
         preempted_by: str | None = None,
         pool_version: int | None = None,
         audit: AuditEntry | None = None,
+        failure_reason: str | None = None,
     ) -> None:
         """running (or starting, or preempting) → preempting / cancelling, with ``audit``
-        added to the job's trail.
+        added to the job's trail (``failure_reason``: cancelling to end failed, for it).
 
         A preemption passes the pool version its plan saw; a cancel does not need one.
         """
@@ -185,6 +186,9 @@ class DynamoJobStore(
         if preempted_by:
             expression += ", preempted_by = :by"
             values[":by"] = preempted_by
+        if failure_reason:
+            expression += ", failure_reason = :reason"
+            values[":reason"] = failure_reason
         self._transact(
             table.update(
                 table.job_key(job.name), expression, "#state = :from AND attempt_name = :an", values

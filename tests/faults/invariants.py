@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from job_queue import tags
+from job_queue.limits import ran_for
 from job_queue.models import Action, JobState, Outcome
 
 _HOLDING = ("InProgress", "Stopping")
@@ -124,8 +125,8 @@ def all_ended(world) -> bool:
 
 def at_the_end(world) -> list[str]:
     """Nothing accepted was lost; every job ended as it should (completed, or cancelled if
-    its user cancelled it, or failed if it was preempted more often than allowed or blocked
-    its line past its HeadOfLineLimits); each
+    its user cancelled it, or failed if it was preempted more often than allowed, blocked
+    its line past its HeadOfLineLimits or ran past its max-total-runtime); each
     job's attempts are the SageMaker jobs started for it, ended as SageMaker says; its audit
     trail says who did what."""
     found = []
@@ -147,6 +148,9 @@ def at_the_end(world) -> list[str]:
             ended = JobState.FAILED  # preempted past its cap: it must not go back in line
         if any(entry.action is Action.BLOCKED for entry in job.history):
             ended = JobState.FAILED  # failed at the head of its line past HeadOfLineLimits
+        total = job.max_total_runtime
+        if total is not None and ran_for(job.attempts, world.clock()) > total:
+            ended = JobState.FAILED  # its attempts ran longer in all than it allows
         if job.state not in (ended, JobState.COMPLETED):
             why = f" ({job.failure_reason})" if job.failure_reason else ""
             found.append(f"{name} ended {job.state}{why}, not {ended}")

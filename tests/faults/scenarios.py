@@ -6,7 +6,7 @@ Between them they reach every crash site of the queue: submit, cancel and reprio
 each SageMaker event (started, completed, stopped after a preemption or a cancel, or past
 the job's max-preemptions, failed for capacity, failed with an internal error that is
 retried, a job started outside the queue and its end); a job failed at the head of its
-line past its HeadOfLineLimits; warm pools (kept, started on,
+line past its HeadOfLineLimits, or stopped past its max-total-runtime; warm pools (kept, started on,
 released, refused, expired, unclaimed); training plans; shares replaced at run time; an
 admin's drain and resume; and the sweep's repairs.
 """
@@ -214,11 +214,34 @@ def _sweep(world: World, kill: Kill):
     return world.sweep(kill=kill)
 
 
-def _blocked_past_its_limit(world: World) -> None:
-    """second waits at its share's limit; a sweep has started its count, and the next sweep
-    (paused until then) finds it past its HeadOfLineLimits."""
+HEAD_OF_LINE = {
+    "shares": (Share("team", {P5: 1}, strategy=Strategy.LEND),),
+    "limits": Limits(head_of_line=(HeadOfLineLimit(Reason.SHARE_LIMIT, 60, Act.CANCEL),)),
+    "capacity": {P5: 1},
+    "strict_order": False,
+}
+
+
+def _past_its_total_runtime(world: World) -> None:
+    """capped may run 120 s in all; it has run longer, and the sweep (paused until now) is
+    about to notice."""
+    request = job("capped")
+    request["Tags"].append({"Key": tags.MAX_TOTAL_RUNTIME, "Value": "120"})
+    world.submit(request)
+    world.sweeping = False
+    world.run_for(180)
+
+
+def _at_the_head(world: World) -> None:
+    """second waits at its share's limit, first in line."""
     world.submit(job("first", share="team"))
     world.submit(job("second", share="team"))
+
+
+def _blocked_past_its_limit(world: World) -> None:
+    """A sweep has started second's count, and the next sweep (paused until then) finds it
+    past its HeadOfLineLimits."""
+    _at_the_head(world)
     world.sweep()
     world.sweeping = False
     world.run_for(120)
@@ -307,15 +330,22 @@ SCENARIOS = (
         "SageMaker refuses to release a warm pool", _release_refused, _an_idle_pool, KEEP_POOLS
     ),
     Scenario(
+        "the sweep stops a job whose attempts ran past its max-total-runtime",
+        _sweep,
+        _past_its_total_runtime,
+        {"strict_order": False},
+    ),
+    Scenario(
+        "the sweep starts counting how long a job blocks the head of its line",
+        _sweep,
+        lambda world: (_at_the_head(world), setattr(world, "sweeping", False)),
+        HEAD_OF_LINE,
+    ),
+    Scenario(
         "the sweep fails a job blocked at the head of its line past its limit",
         _sweep,
         _blocked_past_its_limit,
-        {
-            "shares": (Share("team", {P5: 1}, strategy=Strategy.LEND),),
-            "limits": Limits(head_of_line=(HeadOfLineLimit(Reason.SHARE_LIMIT, 60, Act.CANCEL),)),
-            "capacity": {P5: 1},
-            "strict_order": False,
-        },
+        HEAD_OF_LINE,
     ),
     Scenario("the sweep finds a completion whose event was lost", _sweep, _completion_lost),
     Scenario("the sweep finds a start whose answer was lost", _sweep, _start_answer_lost),

@@ -96,3 +96,39 @@ def test_a_cap_that_is_not_a_whole_number_is_refused_naming_the_tag(cloud):
     assert status == 400
     assert body["message"] == "Tags.max-preemptions must be a whole number from 0, got 'two'"
     assert cloud.jobs() == []
+
+
+def test_a_job_is_stopped_once_its_attempts_ran_past_its_max_total_runtime(make_cloud):
+    cloud = make_cloud({P5: 1}, run_seconds=3600)
+    request = training_request("long", 0)
+    request["Tags"].append({"Key": "max-total-runtime", "Value": "900"})
+    assert cloud.api("POST", "/add-job", request)[0] == 201
+    cloud.advance(600)
+    submit(cloud, "urgent", 5, run_seconds=300)
+    cloud.advance(400)  # urgent runs and completes; long resumes with 600 s used
+    assert job(cloud, "long")["state"] == "running"
+    for _ in range(8):  # the one-minute sweep
+        cloud.advance(60)
+        cloud.sweep()
+    cloud.advance(120)  # the stop lands
+    stopped = job(cloud, "long")
+    assert stopped["state"] == "failed"
+    assert stopped["failure_reason"].endswith("more than its max-total-runtime (900 s) allows")
+    assert 900 < stopped["total_runtime_seconds"] <= 1000
+    assert [a["outcome"] for a in stopped["attempts"]] == ["preempted", "stopped"]
+    summary = stopped["preemption_summary"]
+    assert summary["preempted_attempt_count"] == 1
+    (preempted,) = summary["recent_preempted_attempts"]
+    assert preempted["preempted_by"] == "urgent"
+    assert stopped["history"][-1]["action"] == "limit-reached"
+
+
+def test_a_max_total_runtime_that_is_not_seconds_is_refused_naming_the_tag(cloud):
+    request = training_request("long", 0)
+    request["Tags"].append({"Key": "max-total-runtime", "Value": "1h"})
+    status, body = cloud.api("POST", "/add-job", request)
+    assert status == 400
+    assert body["message"] == (
+        "Tags.max-total-runtime must be a whole number of seconds above 0, got '1h'"
+    )
+    assert cloud.jobs() == []

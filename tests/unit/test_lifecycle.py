@@ -686,3 +686,75 @@ def test_a_start_on_a_pool_is_warm_only_if_sagemaker_moved_the_pool_to_it():
         planned, "train-r2-abc", result(StartOutcome.STARTED), NOW, BACKOFF, "old-job"
     )
     assert decision == MarkRunning(Attempt(2, "train-r2-abc", NOW, warm_pool="old-job"))
+
+
+def capped(job_: Job, seconds: int) -> Job:
+    """``job_`` with a ``max-total-runtime`` tag of ``seconds``."""
+    tag = {"Key": "max-total-runtime", "Value": str(seconds)}
+    return replace(job_, request={"Tags": [tag]})
+
+
+# The default job ran 1,000 s on its first attempt and 10,000 s on its second, by NOW.
+TOO_LONG = "ran 11000 s in all, more than its max-total-runtime (10000 s) allows"
+
+
+@pytest.mark.parametrize(
+    ("title", "decide", "expected"),
+    [
+        (
+            "running past its max-total-runtime over all its attempts: stopped for good",
+            lambda: on_description(
+                capped(job(), 10_000), "train-r2-abc", described(IN_PROGRESS), 0.0, NOW
+            ),
+            lifecycle.StopForGood(TOO_LONG),
+        ),
+        (
+            "within its max-total-runtime it runs on",
+            lambda: on_description(
+                capped(job(), 12_000), "train-r2-abc", described(IN_PROGRESS), 0.0, NOW
+            ),
+            Ignore,
+        ),
+        (
+            "stopped at its limit, it ends failed, saying why",
+            lambda: on_status(
+                capped(job(JobState.CANCELLING, failure_reason=TOO_LONG), 10_000),
+                "train-r2-abc",
+                STOPPED,
+                None,
+                NOW,
+                BACKOFF,
+            ),
+            Settle(JobState.FAILED, last(Outcome.STOPPED), TOO_LONG),
+        ),
+        (
+            "preempted past its max-total-runtime, it ends failed instead of going back in line",
+            lambda: on_status(
+                capped(job(JobState.PREEMPTING, preempted_by="urgent"), 10_000),
+                "train-r2-abc",
+                STOPPED,
+                None,
+                NOW,
+                BACKOFF,
+            ),
+            Settle(JobState.FAILED, last(Outcome.PREEMPTED, preempted_by="urgent"), TOO_LONG),
+        ),
+        (
+            "an infrastructure failure past its max-total-runtime is not retried",
+            lambda: on_status(
+                capped(job(), 10_000), "train-r2-abc", FAILED, INTERNAL, NOW, BACKOFF
+            ),
+            Settle(
+                JobState.FAILED,
+                last(Outcome.FAILED, failure_reason=INTERNAL),
+                INTERNAL,
+            ),
+        ),
+    ],
+)
+def test_a_job_that_ran_longer_in_all_than_its_max_total_runtime(title, decide, expected):
+    decision = decide()
+    if isinstance(expected, type):
+        assert isinstance(decision, expected), decision
+    else:
+        assert decision == expected
