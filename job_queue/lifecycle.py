@@ -42,7 +42,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from job_queue.limits import DEFAULT_LIMITS, Limits, over_total_runtime, retried
+from job_queue.limits import (
+    DEFAULT_LIMITS,
+    Limits,
+    over_total_runtime,
+    preempted_too_often,
+    retried,
+)
 from job_queue.models import Attempt, Job, JobState, Outcome
 from job_queue.sagemaker import (
     PoolStatus,
@@ -350,10 +356,9 @@ def _ended(
         preempted = sum(
             1 for a in attempts if a.outcome is Outcome.PREEMPTED and a.preempted_by != DRAIN
         )
-        if cap is not None and job.preempted_by != DRAIN and preempted > cap:
-            times = "once" if preempted == 1 else f"{preempted} times"
-            why = f"preempted {times}, more than its max-preemptions ({cap}) allows"
-            return Settle(JobState.FAILED, attempts, failure_reason=why)
+        too_often = None if job.preempted_by == DRAIN else preempted_too_often(cap, preempted)
+        if too_often is not None:
+            return Settle(JobState.FAILED, attempts, failure_reason=too_often)
         over = over_total_runtime(job.max_total_runtime, attempts, now)
         if over is not None:  # it would only be stopped again once resumed
             return Settle(JobState.FAILED, attempts, failure_reason=over)

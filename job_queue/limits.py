@@ -138,9 +138,21 @@ def ran_for(attempts: Iterable[Attempt], now: float) -> float:
 def over_total_runtime(cap: int | None, attempts: Iterable[Attempt], now: float) -> str | None:
     """Why a job whose ``max-total-runtime`` tag says ``cap`` is stopped for good now (None:
     it may run on)."""
-    if cap is None:
+    return None if cap is None else past_total_runtime(cap, ran_for(attempts, now))
+
+
+def past_total_runtime(cap: int | None, ran_s: float) -> str | None:
+    """Why a job that may run ``cap`` seconds in all (None: no limit) and ran ``ran_s`` is
+    done with (None: it may run on)."""
+    if cap is None or ran_s <= cap:
         return None
-    ran = ran_for(attempts, now)
-    if ran <= cap:
+    return f"ran {math.floor(ran_s)} s in all, more than its max-total-runtime ({cap} s) allows"
+
+
+def preempted_too_often(cap: int | None, preempted: int) -> str | None:
+    """Why a job preempted ``preempted`` times (this one included) fails rather than go back
+    in line, when it may be preempted ``cap`` times (None: it goes back)."""
+    if cap is None or preempted <= cap:
         return None
-    return f"ran {math.floor(ran)} s in all, more than its max-total-runtime ({cap} s) allows"
+    times = "once" if preempted == 1 else f"{preempted} times"
+    return f"preempted {times}, more than its max-preemptions ({cap}) allows"

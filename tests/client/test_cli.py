@@ -65,6 +65,7 @@ def test_show_prints_a_job_and_its_attempts(capsys, queued):
     assert code == 0
     assert running in out and "running" in out
     assert "Attempt" in out and "SageMaker job" in out
+    assert "total_runtime_seconds" in out  # how long its attempts ran in all
     code, out, _ = smq(capsys, "show", running, "--json")
     assert json.loads(out)["attempts"][0]["sagemaker_job_name"] == running
 
@@ -299,3 +300,33 @@ def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
         out, _ = process.communicate(timeout=30)
     assert process.returncode == 0
     assert "stopping" in out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        (
+            "--head-of-line-limits",
+            '[{"reason": "soon", "seconds": 60, "action": "alarm"}]',
+            "--head-of-line-limits[0].reason: must be one of",
+        ),
+        ("--retry-on-failure", "[1]", "--retry-on-failure[0]: must be an object"),
+        ("--max-preemptions", "many", "--max-preemptions: must be a whole number from 0"),
+    ],
+)
+def test_local_api_refuses_a_bad_limit_naming_its_flag(capsys, flag, value, message):
+    assert main(["local-api", flag, value]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_an_admin_holds_and_resumes_the_queue(capsys, local_env):
+    code, out, _ = smq(capsys, "queue", "hold")
+    try:
+        assert code == 0 and out.startswith("the queue is held by arn:")
+        _, status, _ = smq(capsys, "status")
+        assert status.startswith("the queue is held by arn:")
+    finally:
+        code, out, _ = smq(capsys, "queue", "resume")
+    assert (code, out.strip()) == (0, "nothing is held: jobs start as usual")
+    code, _, err = smq(capsys, "queue", "hold", "--share", "nope")
+    assert code == 1 and "share nope is not one of the queue's shares" in err

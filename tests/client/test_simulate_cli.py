@@ -146,6 +146,24 @@ def test_errors_exit_1_naming_the_problem(capsys, workload, argv, message):
     assert code == 1 and out == "" and message in err
 
 
+def test_the_queues_limits_are_flags_of_the_replay(capsys, tmp_path):
+    path = tmp_path / "failing.csv"
+    path.write_text(
+        "name,submit_s,duration_s,priority,instance_type,instance_count,failure_reason\n"
+        "flaky,0,600,1,ml.p5.48xlarge,1,InternalServerError: oops\n"
+    )
+    _, out, _ = smq(capsys, "simulate", str(path), "--capacity", "ml.p5.48xlarge=1", "--json")
+    assert json.loads(out)["jobs"][0]["state"] == "completed"  # the default rules retry it
+    rules = '[{"failure_reason_pattern": "Nothing*", "attempts": 3}]'
+    argv = ("simulate", str(path), "--capacity", "ml.p5.48xlarge=1", "--retry-on-failure")
+    _, out, _ = smq(capsys, *argv, rules)
+    assert "1 jobs failed; 0 failed attempts retried in place" in out
+    code, _, err = smq(capsys, *argv, "[{}]")
+    assert code == 1 and "--retry-on-failure[0].failure_reason_pattern" in err
+    code, _, err = smq(capsys, *argv[:-1], "--max-preemptions", "-1")
+    assert code == 1 and "--max-preemptions: must be a whole number from 0" in err
+
+
 def test_missing_workload_file(capsys, tmp_path):
     code, _, err = smq(
         capsys, "simulate", str(tmp_path / "none.csv"), "--capacity", "ml.p5.48xlarge=1"

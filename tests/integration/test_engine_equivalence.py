@@ -210,3 +210,42 @@ def test_both_engines_order_by_fair_share_alike():
     started = {d.job: d.time for d in real if d.action == "start"}
     # Bob's first job and carol's gang go before the rest of alice's sweep.
     assert started["bob-1"] < started["sweep-3"] and started["carol-gang"] < started["sweep-4"]
+
+
+LIMITS = (
+    (
+        "name,submit_s,duration_s,priority,instance_type,instance_count,checkpoint_s,"
+        "failure_reason,max_preemptions\n"
+    )
+    + """fragile-c,0,2000,0,ml.p5.48xlarge,1,,,0
+flaky-a,5,900,1,ml.p5.48xlarge,1,300,InternalServerError: internal error,
+buggy-b,10,400,1,ml.p5.48xlarge,1,,AlgorithmError: exit 1,
+urgent-d,400,300,5,ml.p5.48xlarge,1,,,
+"""
+)
+
+
+def test_both_engines_retry_failures_and_cap_preemptions_alike():
+    capacity = {"ml.p5.48xlarge": 2}
+    jobs = parse_workload(io.StringIO(LIMITS), capacity)
+    settings = SimSettings(capacity, stop_latency=30.0, start_latency=10.0)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    # The internal error is retried (and the job finishes); the job's own error fails it;
+    # a job that may not be preempted fails at its first preemption.
+    assert states == {
+        "flaky-a": "completed",
+        "buggy-b": "failed",
+        "fragile-c": "failed",
+        "urgent-d": "completed",
+    }
+    assert any(d.action == "preempt" and d.job == "fragile-c" for d in real)
+    flaky = next(j for j in fast.jobs if j.spec.name == "flaky-a")
+    outcomes = [a.outcome.value for a in flaky.attempts]
+    assert (flaky.retried, outcomes.count("failed"), outcomes[-1]) == (1, 1, "completed")
+    fragile = next(j for j in fast.jobs if j.spec.name == "fragile-c")
+    assert fragile.failure_reason == "preempted once, more than its max-preemptions (0) allows"

@@ -197,6 +197,14 @@ BAD = [
     ),
     (HEADER + "\n,0,1,0,ml.p5.48xlarge,1", "line 2, column name: a job needs a name"),
     (HEADER + ",checkpoint_s\na,0,1,0,ml.p5.48xlarge,1,often", "column checkpoint_s: 'often'"),
+    (
+        HEADER + ",max_preemptions\na,0,1,0,ml.p5.48xlarge,1,two",
+        "line 2, column max_preemptions: must be a whole number from 0, got 'two'",
+    ),
+    (
+        HEADER + ",max_total_runtime_s\na,0,1,0,ml.p5.48xlarge,1,0",
+        "line 2, column max_total_runtime_s: must be a whole number of seconds above 0",
+    ),
 ]
 
 
@@ -269,3 +277,53 @@ def test_a_row_on_an_uncapped_type_starts_at_its_submission_and_counts_against_n
     assert starts == {"gpu": (0, 600), "gpu-waits": (600, 1200), "cpu": (100, 400)}
     # Its 40 instances are counted nowhere: utilization is the p5's alone.
     assert answer["metrics"]["utilization"] == 1.0
+
+
+LIMIT_COLUMNS = HEADER + ",checkpoint_s,failure_reason,max_preemptions,max_total_runtime_s"
+INTERNAL = "InternalServerError: We encountered an internal error."
+
+
+def test_an_infrastructure_failure_is_retried_in_place_and_resumes_from_its_checkpoint():
+    # flaky fails when it would finish at 1000 s; it kept its checkpoint at 900 s, so its
+    # retry runs 100 s more, ahead of next, which was submitted after it.
+    rows = f"flaky,0,1000,0,{P5},1,300,{INTERNAL},,\nnext,10,100,0,{P5},1,,,,"
+    answer = run(rows, {P5: 1}, header=LIMIT_COLUMNS)
+    flaky, after = by_name(answer)["flaky"], by_name(answer)["next"]
+    assert (flaky["state"], flaky["end_s"], flaky["retried"]) == ("completed", 1100, 1)
+    assert after["first_start_s"] == 1100
+    assert (answer["metrics"]["failed"], answer["metrics"]["retried"]) == (0, 1)
+
+
+def test_a_failure_no_rule_retries_fails_the_job_as_the_trace_did():
+    rows = f"buggy,0,600,0,{P5},1,,AlgorithmError: exit 1,,"
+    answer = run(rows, {P5: 1}, header=LIMIT_COLUMNS)
+    buggy = by_name(answer)["buggy"]
+    assert (buggy["state"], buggy["failure_reason"]) == ("failed", "AlgorithmError: exit 1")
+    assert answer["metrics"]["failed"] == 1
+
+
+def test_a_job_preempted_past_its_cap_fails_in_the_replay_too():
+    rows = f"low,0,1000,0,{P5},1,,,0,\nurgent,100,100,5,{P5},1,,,,"
+    low = by_name(run(rows, {P5: 1}, header=LIMIT_COLUMNS))["low"]
+    assert (low["state"], low["end_s"]) == ("failed", 100)
+    assert low["failure_reason"] == "preempted once, more than its max-preemptions (0) allows"
+
+
+def test_the_replays_max_preemptions_caps_jobs_without_the_column():
+    from job_queue.limits import Limits
+
+    rows = f"low,0,1000,0,{P5},1\nurgent,100,100,5,{P5},1"
+    low = by_name(run(rows, {P5: 1}, limits=Limits(max_preemptions=0)))["low"]
+    assert low["state"] == "failed"
+
+
+def test_a_job_is_stopped_once_its_attempts_ran_past_its_max_total_runtime():
+    # 300 s before its preemption, then 200 s more: at 501 s in all it is stopped for good.
+    rows = f"capped,0,1000,0,{P5},1,stop,,,500\nurgent,300,100,5,{P5},1,,,,"
+    answer = run(rows, {P5: 1}, header=LIMIT_COLUMNS)
+    capped = by_name(answer)["capped"]
+    assert capped["state"] == "failed"
+    assert capped["failure_reason"] == (
+        "ran 501 s in all, more than its max-total-runtime (500 s) allows"
+    )
+    assert capped["end_s"] == 601

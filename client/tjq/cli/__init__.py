@@ -18,10 +18,11 @@
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
                   [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
                   [--fair-share-half-life S] [--fair-share-lookahead S] [--fair-share-weights F]
+                  [--retry-on-failure JSON] [--max-preemptions N] [--head-of-line-limits JSON]
     smq config check [--samconfig FILE] [--capacity JSON] [--shares FILE] [--capped TYPES]
                      [--training-plan-arns ARNS]  check a deployment's parameters together
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
-                 [--json] [--plot F.png]
+                 [--retry-on-failure JSON] [--max-preemptions N] [--json] [--plot F.png]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -284,6 +285,19 @@ def _parser() -> argparse.ArgumentParser:
         "--fair-share-weights",
         metavar="FILE",
         help='JSON weights by submitter, such as {"project-x": 2} (FairShareWeights)',
+    )
+    simulate.add_argument(
+        "--retry-on-failure",
+        metavar="JSON",
+        help="failed attempts tried again, as the RetryOnFailure setting "
+        "(default: SageMaker's internal errors and hardware failures, 3 attempts each); "
+        "jobs name their failure in the failure_reason column",
+    )
+    simulate.add_argument(
+        "--max-preemptions",
+        metavar="N",
+        help="how often a job may be preempted (the MaxPreemptions setting; default: "
+        "unlimited); a job's max_preemptions column overrides it",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument(

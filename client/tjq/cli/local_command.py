@@ -29,6 +29,9 @@ FLAGS = {
     "FAIR_SHARE_HALF_LIFE_SECONDS": "--fair-share-half-life",
     "FAIR_SHARE_LOOKAHEAD_SECONDS": "--fair-share-lookahead",
     "FAIR_SHARE_WEIGHTS": "--fair-share-weights",
+    "RETRY_ON_FAILURE": "--retry-on-failure",
+    "MAX_PREEMPTIONS": "--max-preemptions",
+    "HEAD_OF_LINE_LIMITS": "--head-of-line-limits",
 }
 DEFAULT_CAPACITY = {"ml.p5.48xlarge": 2}
 
@@ -160,6 +163,18 @@ def add_parser(commands) -> None:
         "SDK uploaded), instead of emulating its run time: it ends when the script ends, a "
         "stop sends it SIGTERM, its checkpoints are kept in emulated S3",
     )
+    for flag, setting, example in (
+        (
+            "--retry-on-failure",
+            "RetryOnFailure",
+            '[{"failure_reason_pattern": "X*", "attempts": 3}]',
+        ),
+        ("--max-preemptions", "MaxPreemptions", "2"),
+        ("--head-of-line-limits", "HeadOfLineLimits", '[{"reason": "plan-window", ...}]'),
+    ):
+        local.add_argument(
+            flag, default="", metavar="VALUE", help=f"the {setting} setting ({example})"
+        )
     local.add_argument(
         "--env-file",
         metavar="PATH",
@@ -217,9 +232,12 @@ def local_api(args) -> int:
         "FAIR_SHARE_HALF_LIFE_SECONDS": args.fair_share_half_life,
         "FAIR_SHARE_LOOKAHEAD_SECONDS": args.fair_share_lookahead,
         "FAIR_SHARE_WEIGHTS": weights,
+        "RETRY_ON_FAILURE": args.retry_on_failure,
+        "MAX_PREEMPTIONS": args.max_preemptions,
+        "HEAD_OF_LINE_LIMITS": args.head_of_line_limits,
     }
     try:
-        fair_share = Settings.from_environment(environment).policy.fair_share
+        settings = Settings.from_environment(environment)
     except ConfigError as exc:
         return fail(reworded(exc, FLAGS))
     uncapped = {t: n for t, n in given.items() if n == UNCAPPED}
@@ -233,7 +251,8 @@ def local_api(args) -> int:
         run_seconds=args.run_seconds,
         stop_seconds=args.stop_seconds,
         keep_alive_seconds=int(args.keep_alive),
-        policy=Policy(warm_affinity_s=affinity, fair_share=fair_share),
+        policy=Policy(warm_affinity_s=affinity, fair_share=settings.policy.fair_share),
+        limits=settings.limits,
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,

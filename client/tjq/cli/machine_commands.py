@@ -43,6 +43,10 @@ def simulate(args) -> int:
     except FairShareError as exc:
         return fail(str(exc))
     try:
+        limits = _limits(args)
+    except ValueError as exc:
+        return fail(str(exc))
+    try:
         jobs = read_workload(args.workload, capacity, shares, uncapped, plans)
     except WorkloadError as exc:
         return fail(f"{args.workload}: {exc}")
@@ -55,6 +59,7 @@ def simulate(args) -> int:
         keep_alive_s=args.keep_alive,
         plans=plans,
         uncapped=uncapped,
+        limits=limits,
         policy=Policy(
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,
@@ -83,6 +88,15 @@ def simulate(args) -> int:
 
         print(summary(answer, capacity))
     return 0
+
+
+def _limits(args):
+    """The queue's limits of the --retry-on-failure and --max-preemptions flags (ValueError
+    names the flag)."""
+    from job_queue.limits import Limits, parse_max_preemptions, parse_rules
+
+    rules = parse_rules(args.retry_on_failure or "", "--retry-on-failure")
+    return Limits(rules, parse_max_preemptions(args.max_preemptions or "", "--max-preemptions"))
 
 
 def _fair_share(args):

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
 
+from job_queue.limits import past_total_runtime, preempted_too_often, retried
 from job_queue.models import JobState, Outcome
 from job_queue.scheduler import (
     ActiveJob,
@@ -45,7 +46,7 @@ from job_queue.scheduler import (
     plan,
     reservations,
 )
-from job_queue.scheduler.fair_share import Usage, charge
+from job_queue.scheduler.fair_share import Usage
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import (
@@ -57,13 +58,14 @@ from tjq.simulate.records import (
     SimSettings,
 )
 from tjq.simulate.waiting import Waiting
+from tjq.simulate.warm_pools import WarmPools
 from tjq.simulate.workload import WorkloadJob
 
 __all__ = ["Decision", "SimResult", "SimSettings", "queue_decision", "simulate"]
 
 # At equal times, attempts end, then jobs arrive, then protections end, then refused starts
-# are retried, then reservations open or close.
-_ENDED, _SUBMITTED, _UNPROTECTED, _RETRY, _RESERVATION = 0, 1, 2, 3, 4
+# are retried, then reservations open or close, then attempts reach a job's total run time.
+_ENDED, _SUBMITTED, _UNPROTECTED, _RETRY, _RESERVATION, _TOTAL = 0, 1, 2, 3, 4, 5
 RETRY_SECONDS = 60.0
 
 
@@ -96,7 +98,7 @@ def simulate(
     return _Replay(jobs, settings, progress, decide).run()
 
 
-class _Replay:
+class _Replay(WarmPools):
     def __init__(self, jobs, settings: SimSettings, progress, decide: Decide | None) -> None:
         self.settings = settings
         self.decide = decide or partial(queue_decision, saved_at=self._saved_at)
@@ -165,6 +167,10 @@ class _Replay:
                 self.retry_pending = False
             elif kind == _RESERVATION:
                 pass  # a pass counts the plan's instances anew
+            elif kind == _TOTAL:
+                if not self._is_current(index, attempt):
+                    continue  # it ended before its max-total-runtime
+                self._stop(index, now, JobState.CANCELLING)  # for good: it ends failed
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
@@ -213,19 +219,49 @@ class _Replay:
         self._charge(self.active_view.pop(index), attempt.start, now)
         if self.on_plan.pop(index, None) is None:
             self._leave_pool(index, attempt, now)  # a plan's reservation keeps no pool
+        limits = self.settings.limits
+        ran = sum(a.end - a.start for a in result.attempts)
+        if state == JobState.CANCELLING:  # stopped at its max-total-runtime
+            attempt.outcome = Outcome.STOPPED
+            return self._fail(index, now, past_total_runtime(spec.total_runtime_cap, ran))
         if state == JobState.PREEMPTING:
             attempt.outcome = Outcome.PREEMPTED
             result.preemptions += 1
             stopping = self.settings.stop_latency * spec.instance_count
             result.lost_instance_s += attempt.work_lost * spec.instance_count + stopping
-            result.state = JobState.PREEMPTED
-            self._enqueue(index)
-            return True
-        if attempt.work_done + self.done_work[index] >= spec.duration_s - 1e-9:
+            cap = limits.preemptions_allowed(spec.preemption_cap)
+            why = preempted_too_often(cap, result.preemptions) or past_total_runtime(
+                spec.total_runtime_cap, ran
+            )
+            if why is not None:
+                return self._fail(index, now, why)
+            return self._requeue(index)
+        finished = attempt.work_done + self.done_work[index] >= spec.duration_s - 1e-9
+        if finished and spec.failure_reason and not result.retried:
+            # The trace's failure, on the attempt that would have finished.
+            attempt.outcome = Outcome.FAILED
+            note = retried(limits.retry_on_failure, spec.failure_reason, ())
+            if note is None or past_total_runtime(spec.total_runtime_cap, ran):
+                return self._fail(index, now, spec.failure_reason)
+            result.retried += 1
+            self.done_work[index] = spec.crash_kept(attempt.work_done + self.done_work[index])
+            return self._requeue(index)
+        if finished:
             attempt.outcome, result.state = Outcome.COMPLETED, JobState.COMPLETED
         else:
             attempt.outcome, result.state = Outcome.FAILED, JobState.FAILED  # max runtime
         result.end_s = now
+        return True
+
+    def _requeue(self, index: int) -> bool:
+        """The job goes back to its place in line, to resume."""
+        self.results[index].state = JobState.PREEMPTED
+        self._enqueue(index)
+        return True
+
+    def _fail(self, index: int, now: float, why: str | None) -> bool:
+        result = self.results[index]
+        result.state, result.failure_reason, result.end_s = JobState.FAILED, why, now
         return True
 
     # -- a scheduling pass ------------------------------------------------------------------
@@ -297,12 +333,21 @@ class _Replay:
         attempt.order = self._push(now + latency + work, _ENDED, index, attempt.number)
         if self.settings.policy.min_run_s and self.settings.policy.preemption:
             self._push(now + self.settings.policy.min_run_s, _UNPROTECTED, index, attempt.number)
+        cap = spec.total_runtime_cap
+        if cap is not None:  # the sweep stops it once its attempts ran longer than that in all
+            ran = sum(a.end - a.start for a in result.attempts if a.end is not None)
+            self._push(now + max(0.0, cap - ran) + 1.0, _TOTAL, index, attempt.number)
 
     def _preempt(self, index: int, now: float) -> None:
+        self._stop(index, now, JobState.PREEMPTING)
+
+    def _stop(self, index: int, now: float, why: JobState) -> None:
+        """Stop the job's attempt: a preemption (PREEMPTING), or for good (CANCELLING)."""
         _, attempt = self.active[index]
         spec = self.results[index].spec
-        self.active[index] = (JobState.PREEMPTING, attempt)
-        self.decisions.append(Decision(now, "preempt", spec.name))
+        self.active[index] = (why, attempt)
+        if why is JobState.PREEMPTING:
+            self.decisions.append(Decision(now, "preempt", spec.name))
         worked = min(attempt.work_done, max(0.0, now - attempt.start - attempt.latency))
         total = self.done_work[index] + worked
         kept = spec.kept_work(total)  # work since the last checkpoint is lost
@@ -321,52 +366,6 @@ class _Replay:
         return self.results[index].spec.last_saved_at(
             self.done_work[index], working_since, self._now
         )
-
-    # -- warm pools -------------------------------------------------------------------------
-
-    def _leave_pool(self, index: int, attempt: AttemptRecord, now: float) -> None:
-        spec = self.results[index].spec
-        keep_alive = self.settings.keep_alive_s if spec.keep_alive_s is None else spec.keep_alive_s
-        if not keep_alive or not self._counted(spec):
-            return  # no pool, or one of instances nobody counts
-        name = f"{spec.name}#{attempt.number}"
-        share = spec.share if self.settings.shares else None
-        pool = WarmPool(
-            name,
-            spec.name,
-            spec.demand,
-            spec.configuration,
-            now,
-            now + keep_alive,
-            share,
-            submitter=spec.submitter,
-        )
-        record = PoolRecord(spec.name, spec.instance_count, now, pool.expires_at)
-        self.pools[name] = (pool, record)
-        self.pool_records.append(record)
-
-    def _end_pool(self, name: str, now: float, how: str) -> None:
-        pool, record = self.pools.pop(name)
-        record.until, record.ended_by = now, how
-        self._charge(pool, pool.since, now)
-
-    def _expire_pools(self, now: float) -> None:
-        for name, (pool, record) in list(self.pools.items()):
-            if pool.expired(now):
-                del self.pools[name]
-                record.until, record.ended_by = pool.expires_at, "expired"
-                self._charge(pool, pool.since, pool.expires_at)
-
-    def _charge(self, holder: ActiveJob | WarmPool, since: float, until: float) -> None:
-        """Fair share: what ``holder`` held from ``since`` to ``until`` is its submitter's
-        (and share's) usage, as the Lambda records it."""
-        self.usage = charge(self.usage, holder, since, until, self.settings.policy.fair_share)
-
-    def _matching_pool(self, job: WaitingJob) -> str | None:
-        """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""
-        if not self.pools:
-            return None
-        return next((name for name, (p, _) in self.pools.items() if p.matches(job)), None)
 
     def _fits(self, job: WaitingJob, seen: Snapshot, taken: Plan) -> bool:
         """Whether the job's on-demand instances are free (held by neither job nor pool) once

@@ -27,6 +27,7 @@ def decisions_through_handler(
         policy=settings.policy,
         shares=settings.shares,
         keep_alive_seconds=int(settings.keep_alive_s),
+        limits=settings.limits,
     )
     with cloud:
         start = cloud.clock()
@@ -35,13 +36,28 @@ def decisions_through_handler(
         def latency(attempt) -> float:
             return settings.warm_start_latency if attempt.warm_from else settings.start_latency
 
+        def failed(spec: WorkloadJob) -> list:
+            # The job's attempts that failed with the workload's failure reason.
+            return [
+                a
+                for a in emulator.jobs.values()
+                if a.tags.get(tags.JOB) == spec.name
+                and a.status == "Failed"
+                and a.failure_reason == spec.failure_reason
+            ]
+
         def kept(spec: WorkloadJob) -> float:
-            # The progress the checkpoints of the job's stopped attempts kept.
+            # The progress the checkpoints of the job's stopped (or failed) attempts kept.
             done = 0.0
             for earlier in emulator.jobs.values():
-                if earlier.tags.get(tags.JOB) == spec.name and earlier.stopped_at is not None:
+                if earlier.tags.get(tags.JOB) != spec.name:
+                    continue
+                if earlier.stopped_at is not None:
                     worked = max(0.0, earlier.stopped_at - earlier.created_at - latency(earlier))
                     done = spec.kept_work(done + worked)
+                elif earlier in failed(spec):
+                    worked = earlier.ends_at - earlier.created_at - latency(earlier)
+                    done = spec.crash_kept(done + worked)
             return done
 
         def saved_at(job) -> float | None:
@@ -66,6 +82,8 @@ def decisions_through_handler(
             attempt.ends_at = attempt.created_at + latency(attempt) + work
             if work < remaining:
                 attempt.end_reason = ("Failed", "MaxRuntimeExceeded: training job ran too long")
+            elif spec.failure_reason and not failed(spec):  # the trace's failure, once
+                attempt.end_reason = ("Failed", spec.failure_reason)
 
         emulator.on_create = plan_attempt
         cloud.deps = replace(cloud.deps, checkpoint_times=saved_at)
@@ -80,6 +98,7 @@ def decisions_through_handler(
             )
             if job.checkpoint is not None:
                 request["Tags"].append({"Key": tags.CHECKPOINT, "Value": str(job.checkpoint)})
+            request["Tags"] += job.limit_tags()
             if job.submitter is not None:
                 request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": job.submitter})
             limit = {"MaxRuntimeInSeconds": int(job.max_runtime_s)} if job.max_runtime_s else {}

@@ -6,6 +6,8 @@
 * goodput = instance-seconds of work that counted toward completion / available;
 * lost = instance-seconds of work thrown away by preemption, plus time spent stopping;
 * idle_while_waiting = instance-seconds free while a waiting job would have fit in them;
+* with failures: ``failed`` (jobs that ended failed, each with its ``failure_reason``) and
+  ``retried`` (failed attempts that RetryOnFailure requeued);
 * with submitters named: ``by_submitter`` and ``fairness`` (:mod:`tjq.simulate.fairness`);
 * warm pools: ``warm_starts`` and ``cold_starts`` (attempts started on a pool or not),
   ``released_pools``, ``warm_pool_instance_s`` (instance-seconds held by idle pools: what
@@ -45,6 +47,8 @@ def report(result: SimResult) -> dict:
                 "preemptions": job.preemptions,
                 "lost_instance_s": round(job.lost_instance_s, 3),
                 "warm_starts": sum(a.warm for a in job.attempts),
+                **({"failure_reason": job.failure_reason} if job.failure_reason else {}),
+                **({"retried": job.retried} if job.retried else {}),
                 **({"share": spec.share} if result.settings.shares else {}),
                 **({"submitter": spec.submitter} if spec.submitter else {}),
             }
@@ -99,6 +103,11 @@ def report(result: SimResult) -> dict:
             refused_starts=sum(j.refused_starts for j in result.jobs),
             progress_s_by_priority=_progress_by_priority(result),
         )
+    failed = [j for j in result.jobs if j.state is JobState.FAILED]
+    if failed or any(j.retried for j in result.jobs):
+        # The queue's limits at work: jobs that failed (their own error, a retry rule used
+        # up, a cap), and failed attempts a RetryOnFailure rule requeued.
+        metrics.update(failed=len(failed), retried=sum(j.retried for j in result.jobs))
     if result.settings.shares:
         metrics["by_share"] = _by_share(result, jobs, last - first)
     if any(job.spec.submitter for job in result.jobs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from job_queue.limits import DEFAULT_LIMITS, Limits
 from job_queue.models import JobState, Outcome
 from job_queue.scheduler import Policy, Share
 from job_queue.scheduler.reservations import TrainingPlan
@@ -25,6 +26,7 @@ class SimSettings:
     warm_start_latency: float = 0.0
     plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity (simulated times)
     uncapped: frozenset[str] = frozenset()  # types counted against nothing: jobs start at once
+    limits: Limits = DEFAULT_LIMITS  # RetryOnFailure and MaxPreemptions, as the queue's
 
 
 @dataclass
@@ -35,7 +37,7 @@ class AttemptRecord:
     number: int
     start: float
     end: float | None = None  # when its instances were released (or kept in a pool)
-    outcome: Outcome | None = None  # COMPLETED, FAILED (its max runtime) or PREEMPTED
+    outcome: Outcome | None = None  # COMPLETED, FAILED, PREEMPTED or STOPPED (at its limit)
     work_done: float = 0.0  # seconds of progress this attempt made
     work_lost: float = 0.0  # of which thrown away by the preemption
     order: int = 0  # its end is processed, among equal times, in the order attempts started
@@ -65,6 +67,8 @@ class JobResult:
     lost_instance_s: float = 0.0
     attempts: list[AttemptRecord] = field(default_factory=list)
     refused_starts: int = 0  # starts SageMaker refused (no instances): a baseline's doing
+    failure_reason: str | None = None  # why it ended failed (a limit, or its own failure)
+    retried: int = 0  # failed attempts requeued by a RetryOnFailure rule
 
 
 @dataclass

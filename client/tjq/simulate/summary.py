@@ -34,6 +34,10 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
             rows, headers=("Priority", "Mean wait", "p95 wait", "Max wait"), disable_numparse=True
         )
     )
+    if "failed" in m:
+        lines.insert(
+            2, f"{m['failed']} jobs failed; {m['retried']} failed attempts retried in place"
+        )
     if "warm_starts" in m:
         lines.insert(
             2,

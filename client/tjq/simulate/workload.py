@@ -1,7 +1,8 @@
 """Workload CSVs: one job a row.
 
 Required columns: ``name,submit_s,duration_s,priority,instance_type,instance_count``.
-Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``.
+Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``, and for the
+queue's limits ``failure_reason,max_preemptions,max_total_runtime_s``.
 
 * ``duration_s`` — running time the job needs to finish;
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
@@ -17,7 +18,13 @@ Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``.
   resumed attempts match;
 * ``submitter`` — who submitted it (an IAM ARN, or a ``fair-share-id`` such as a project
   name): with fair share, whom its use is charged to; empty: nobody (it is never charged, so
-  it always stands as idle).
+  it always stands as idle);
+* ``failure_reason`` — the job's first attempt fails with this SageMaker ``FailureReason``
+  when it would have finished (as a trace records a job that failed); the replay's
+  ``RetryOnFailure`` rules decide, as the queue's do, whether it is requeued in its place
+  (to run again from its last interval checkpoint, and finish) or ends failed;
+* ``max_preemptions`` / ``max_total_runtime_s`` — its ``max-preemptions`` and
+  ``max-total-runtime`` tags.
 
 Each row is admitted by the queue's own rules (:func:`job_queue.request.validate_submission`
 and :func:`job_queue.admission.admit`) on the CreateTrainingJob request it stands for, so a
@@ -43,7 +50,17 @@ from job_queue.scheduler import Share, total_capacity
 from job_queue.scheduler.reservations import TrainingPlan
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
-OPTIONAL = ("share", "max_runtime_s", "checkpoint_s", "keep_alive_s", "warm_key", "submitter")
+OPTIONAL = (
+    "share",
+    "max_runtime_s",
+    "checkpoint_s",
+    "keep_alive_s",
+    "warm_key",
+    "submitter",
+    "failure_reason",
+    "max_preemptions",
+    "max_total_runtime_s",
+)
 REPLAY_ROLE = "arn:aws:iam::123456789012:role/replay"  # the replay's jobs run under one role
 # The column of each request field the queue's rules may refuse.
 _COLUMNS = {
@@ -54,6 +71,8 @@ _COLUMNS = {
     "ResourceConfig.KeepAlivePeriodInSeconds": "keep_alive_s",
     f"Tags.{tags.PRIORITY}": "priority",
     f"Tags.{tags.SHARE}": "share",
+    f"Tags.{tags.MAX_PREEMPTIONS}": "max_preemptions",
+    f"Tags.{tags.MAX_TOTAL_RUNTIME}": "max_total_runtime_s",
 }
 
 
@@ -76,6 +95,34 @@ class WorkloadJob:
     warm_key: str | None = None
     saves_on_stop: bool = False  # checkpoint_s "stop"
     submitter: str | None = None
+    failure_reason: str | None = None  # its first attempt fails so, when it would finish
+    max_preemptions: str | None = None  # its max-preemptions tag, as written
+    max_total_runtime_s: str | None = None  # its max-total-runtime tag, as written
+
+    @property
+    def preemption_cap(self) -> int | None:
+        """Its ``max-preemptions`` tag as a number (the row was admitted: it is one)."""
+        return tags.max_preemptions(self.limit_tags())
+
+    @property
+    def total_runtime_cap(self) -> int | None:
+        """Its ``max-total-runtime`` tag, seconds."""
+        return tags.max_total_runtime(self.limit_tags())
+
+    def limit_tags(self) -> list[dict]:
+        """Its max-preemptions and max-total-runtime tags, as its request carries them."""
+        given = {
+            tags.MAX_PREEMPTIONS: self.max_preemptions,
+            tags.MAX_TOTAL_RUNTIME: self.max_total_runtime_s,
+        }
+        return [{"Key": key, "Value": value} for key, value in given.items() if value]
+
+    def crash_kept(self, total: float) -> float:
+        """Of ``total`` seconds of progress, what a failure keeps: up to its last interval
+        checkpoint (a crash sends no SIGTERM to save on)."""
+        if self.checkpoint_s and not self.saves_on_stop:
+            return self.kept_work(total)
+        return 0.0
 
     @property
     def checkpoint(self) -> Checkpointing | None:
@@ -234,6 +281,9 @@ def _job(row: dict, line: int) -> WorkloadJob:
         warm_key=text("warm_key") or None,
         saves_on_stop=on_stop,
         submitter=text("submitter") or None,
+        failure_reason=text("failure_reason") or None,
+        max_preemptions=text("max_preemptions") or None,
+        max_total_runtime_s=text("max_total_runtime_s") or None,
     )
 
 
@@ -258,6 +308,7 @@ def request_for(job: WorkloadJob) -> dict:
         request_tags.append({"Key": tags.SHARE, "Value": job.share})
     if job.checkpoint is not None:
         request_tags.append({"Key": tags.CHECKPOINT, "Value": str(job.checkpoint)})
+    request_tags += job.limit_tags()
     stopping = {}
     if job.max_runtime_s is not None:
         stopping["MaxRuntimeInSeconds"] = _whole(job.max_runtime_s)
