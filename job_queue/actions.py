@@ -10,15 +10,15 @@ did the pool move to it?
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from job_queue import lifecycle, outside, plans, tags
+from job_queue import head_of_line, lifecycle, outside, plans, tags
 from job_queue.errors import SageMakerError, StaleState
-from job_queue.head_of_line import Act, Blocked
+from job_queue.head_of_line import Act, Blocked, Blocking, HeadOfLineLimit
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
 from job_queue.queue_events import JobBlocked, PoolReleased, StateChange
 from job_queue.report import Report
@@ -26,6 +26,7 @@ from job_queue.retry import RETRIES, until_settled
 from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
 from job_queue.scheduler import Plan
 from job_queue.scheduler.snapshot import Release, WarmPool
+from job_queue.scheduler.waiting_for import WaitingFor
 from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
@@ -265,6 +266,21 @@ class Actions:
     def changed(self, job: Job, to_state: JobState, now: float, reason=None, **known) -> None:
         """Note a state change just written, for the queue's events (``job`` as it was)."""
         self.report.changes.append(StateChange.of(job, to_state, now, reason, **known))
+
+    def head_of_line(
+        self,
+        kept: Mapping[str, Blocking],
+        why: Mapping[str, WaitingFor],
+        limits: tuple[HeadOfLineLimit, ...],
+    ) -> bool:
+        """After the sweep's pass: act on the jobs first in line past their HeadOfLineLimits
+        and keep the counts for the next sweep (``kept``: the last sweep's). True if a job
+        was failed (the jobs behind it may start)."""
+        now = self.clock()
+        counts, blocked = head_of_line.check(kept, why, limits, now)
+        if counts != kept:
+            self.store.set_blocking(counts)
+        return sum(self.end_blocked(b, now) for b in blocked) > 0
 
     def end_blocked(self, blocked: Blocked, now: float) -> bool:
         """A job waited first in line past its HeadOfLineLimits: say so (its event, the

@@ -13,16 +13,7 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import (
-    access,
-    checkpoints,
-    head_of_line,
-    lifecycle,
-    outside,
-    plans,
-    tags,
-    warm_pools,
-)
+from job_queue import access, checkpoints, lifecycle, outside, plans, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
@@ -45,7 +36,6 @@ from job_queue.scheduler import (
 from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
-from job_queue.scheduler.waiting_for import WaitingFor
 from job_queue.scheduling import Scheduled, View, plan_pass
 from job_queue.share_config import plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
@@ -337,16 +327,8 @@ class QueueService(RunTimeSettings):
         why = reasons(scheduled.seen, waiting, scheduled.policy)
         unread = self.report.queue_depth - len(started) - len(waiting)
         self.report.count_reasons(why.values(), unread)
-        self._head_of_line(held, why)
-
-    def _head_of_line(self, held: Holders, why: dict[str, WaitingFor]) -> None:
-        """Act on the jobs first in line past their HeadOfLineLimits, and keep the counts."""
-        now, limits = self.clock(), self.settings.limits.head_of_line
-        kept, blocked = head_of_line.check(held.blocking, why, limits, now)
-        if kept != held.blocking:
-            self.store.set_blocking(kept)
-        if sum(self._actions.end_blocked(b, now) for b in blocked):
-            self.schedule()  # the jobs behind a failed one may start now
+        if self._actions.head_of_line(held.blocking, why, self.settings.limits.head_of_line):
+            self.schedule()  # the jobs behind one it failed may start now
 
     def _repair(self, active: ActiveJob) -> None:
         job = self.store.get(active.name)

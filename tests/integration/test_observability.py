@@ -111,3 +111,23 @@ def test_the_dashboard_graphs_metrics_the_queue_emits(make_cloud, capsys):
     collect()
     prefixes = {name.split(".")[0] for name in emitted}
     assert dashboard_metrics(load_template()) <= prefixes
+
+
+def test_the_sweep_counts_jobs_blocked_past_their_limit_for_the_alarm(make_cloud, capsys):
+    from job_queue.head_of_line import Act, HeadOfLineLimit
+    from job_queue.limits import Limits
+    from job_queue.scheduler.waiting_for import Reason
+
+    limits = Limits(head_of_line=(HeadOfLineLimit(Reason.QUEUE_ORDER, 60, Act.ALARM),))
+    cloud = make_cloud({P5: 1}, limits=limits, run_seconds=3600)
+    submit(cloud, "first", 1)
+    submit(cloud, "second", 1)
+    counted = []
+    for _ in range(4):
+        cloud.advance(60)
+        capsys.readouterr()
+        cloud.sweep()
+        records = _records(capsys.readouterr().out)
+        counted.append(sum(sum(r.get("BlockedJobs", [])) for r in records if "_aws" in r))
+    # The first sweep starts second's count; the third finds it past 60 s; raised once.
+    assert counted == [0, 0, 1, 0]
