@@ -138,6 +138,8 @@ class QueueService(RunTimeSettings):
         answer = outlook_of(
             scheduled.reading, scheduled.policy, scheduled.seen, job, history, started
         )
+        if answer.position is None and not (job := self.get(job.name)).state.is_waiting:
+            return Submitted(job, Outlook(), created=True)  # an event's pass started it
         self.report.submitted_waiting(job.name, answer.waiting_for)
         return Submitted(job, answer, created=True)
 

@@ -4,7 +4,7 @@ import copy
 import json
 
 import pytest
-from tjq.local.cloud import training_request
+from tjq.local.cloud import LocalCloud, training_request
 
 from tests.conftest import G5, P5
 from tests.integration.helpers import job, submit
@@ -298,3 +298,39 @@ def test_position_is_the_same_in_the_answer_and_in_the_list(make_cloud):
     listed = {r["name"]: r["position"] for r in cloud.jobs() if r["position"]}
     assert listed == {"hetero": 1, "g5-wait": 2, "p5-wait": 2, "p5-later": 3}
     assert job(cloud, "p5-later")["position"] == 3
+
+
+def test_a_job_started_by_another_invocation_while_it_was_queued_is_answered_as_started(
+    make_cloud,
+):
+    """An event's pass may start the job between its queuing and the submission's own pass:
+    the answer then says it started, never that it waits behind more jobs than were read."""
+    cloud: LocalCloud | None = None
+    swept = []
+
+    class SweepAfterQueuing:
+        def __init__(self, client):
+            self._client = client
+
+        def __getattr__(self, name):
+            method = getattr(self._client, name)
+            if name != "transact_write_items":
+                return method
+
+            def call(**params):
+                result = method(**params)
+                if not swept and "raced" in json.dumps(params):
+                    swept.append(True)
+                    cloud.sweep()  # another invocation, just after the job was queued
+                return result
+
+            return call
+
+    cloud = make_cloud(
+        wrap_client=lambda service, c: SweepAfterQueuing(c) if service == "dynamodb" else c
+    )
+    status, body = cloud.api("POST", "/add-job", training_request("raced", 1))
+    assert swept and status == 201
+    assert body["job"]["state"] in ("starting", "running")
+    assert body["job"]["waiting_for"] is None and body["position"] is None
+    assert body["job"]["position_beyond"] is None
