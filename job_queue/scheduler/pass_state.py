@@ -65,6 +65,7 @@ class PassState:
         )
         ending = {p.victim.name for p in self._preemptions}  # they stop whatever this pass does
         self._active = [job for job in active if job.name not in ending]
+        self._active_names = {job.name for job in active}
         self._running = [
             job for job in active if job.state is JobState.RUNNING and job.name not in ending
         ]

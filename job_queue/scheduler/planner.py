@@ -43,6 +43,9 @@ Steps that change rules 1 to 6 where the policy or the layout asks for them:
   it is read further); drained, its running jobs are stopped and requeued as well
   (:mod:`~job_queue.scheduler.holds`).
 
+* **Moved on.** A job the queue shows waiting that the snapshot holds as active (the queue
+  was read after an overlapping pass preempted it) is left to the next pass: this one counts
+  it on the instances the snapshot says it holds.
 * **Backing off.** A job whose start was refused is passed over until it may retry: it holds
   back nobody.
 * **Backfill.** With backfill on, the first held job of a share and type reserves it, instead
@@ -126,6 +129,10 @@ class Planner(WarmAffinity, Placement, Diagnosis):
 
     def offer(self, job: WaitingJob) -> None:
         """Decide for the next waiting job in queue order."""
+        if job.name in self._active_names:
+            # The queue was read after the snapshot: the job has moved on since (an overlapping
+            # pass preempted it). The next pass sees it as it is; this one counts it as active.
+            return
         hold = hold_on(self._seen.holds, job.share)
         if hold is not None:  # an admin holds the queue, or the job's share
             self._waits(job, hold.waiting_for())

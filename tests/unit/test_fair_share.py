@@ -71,7 +71,7 @@ SCENARIOS = [
     Scenario(
         "the 50-job sweep: the next free instance goes to the one job of someone else",
         waiting=[*sweep("alice", 50), waiting("bob-1", "bob", 51)],
-        active=[running("alice-0", "alice", NOW - 2 * HOUR)],
+        active=[running("alice-first", "alice", NOW - 2 * HOUR)],
         starts=["bob-1"],
         fifo_starts=["alice-0"],
     ),

@@ -170,3 +170,13 @@ def test_the_replay_plays_only_the_first_jobs_of_each_type():
     queue += [WaitingJob(f"g{n}", 0, 10 + n, {G5: 1}) for n in range(3)]
     kept = within_horizon(queue, horizon=2)
     assert [j.name for j in kept] == ["p0", "p1", "g0", "g1"]
+
+
+def test_a_job_read_waiting_that_the_snapshot_holds_as_running_is_played_once():
+    """The queue was read after an overlapping pass preempted ``x``: the replay plays it as
+    the snapshot saw it, running to its bound, and then from the queue."""
+    seen = Snapshot(NOW, {P5: 2}, [running("x", 0, 1)])
+    queue = [waiting("x", 1, state=JobState.PREEMPTED), waiting("y", 2, instances=2)]
+    expected = expected_starts(seen, queue, RunHistory({}), POLICY)
+    assert expected["x"].at_latest == NOW + H
+    assert expected["y"].at_latest == NOW + 2 * H

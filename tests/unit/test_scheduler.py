@@ -322,3 +322,12 @@ def test_a_job_that_needs_no_capped_instances_starts_at_once_whatever_waits():
     planner.offer(replace(cpu, not_before=NOW + 60))  # backing off: not yet
     planner.offer(cpu)
     assert [j.name for j in planner.plan().starts] == ["cpu"]
+
+
+def test_a_job_read_waiting_that_the_snapshot_holds_as_running_is_not_started_twice():
+    """An overlapping pass preempted it after this one read the holders: this pass counts it
+    on the instances it held and leaves it to the next pass."""
+    seen = Snapshot(NOW, {P5: 2}, [running("x", 0)])
+    preempted = replace(waiting("x", 0), state=JobState.PREEMPTED)
+    result = plan(seen, [preempted, waiting("y", 0)])
+    assert [j.name for j in result.starts] == ["y"]
