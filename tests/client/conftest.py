@@ -1,6 +1,9 @@
 import contextlib
 import logging
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -10,6 +13,21 @@ from tjq.local.server import LocalApi
 P5 = "ml.p5.48xlarge"
 G5 = "ml.g5.xlarge"
 G4 = "ml.g4dn.xlarge"
+
+
+def smq_process(*args: str, env: dict) -> subprocess.Popen:
+    """``smq ARGS`` running as in a user's terminal, its output piped to the test.
+
+    Ctrl-C (SIGINT) interrupts it even when the tests run in a shell's background job, whose
+    children start with SIGINT ignored (Python then never raises KeyboardInterrupt)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tjq.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 @pytest.fixture(scope="package")

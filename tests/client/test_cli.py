@@ -11,7 +11,7 @@ import pytest
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
-from tests.client.conftest import wait_until
+from tests.client.conftest import smq_process, wait_until
 from tests.client.stub_api import ScriptedApi
 
 
@@ -242,24 +242,16 @@ def test_status_does_not_import_the_sagemaker_sdk(local_env):
 
 def test_local_api_prints_what_to_export_and_stops_on_ctrl_c(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SMQ_", "AWS_ENDPOINT"))}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tjq.cli",
-            "local-api",
-            "--port",
-            "0",
-            "--capacity",
-            "ml.g5.xlarge=1",
-            "--capacity",
-            "ml.c5.18xlarge=unlimited",
-            "--training-plan",
-            "g5-plan=ml.g5.xlarge:1:0:3600",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    process = smq_process(
+        "local-api",
+        "--port",
+        "0",
+        "--capacity",
+        "ml.g5.xlarge=1",
+        "--capacity",
+        "ml.c5.18xlarge=unlimited",
+        "--training-plan",
+        "g5-plan=ml.g5.xlarge:1:0:3600",
         env=env,
     )
     try:

@@ -2,8 +2,6 @@
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -11,7 +9,7 @@ from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
-from tests.client.conftest import G4, wait_until
+from tests.client.conftest import G4, smq_process, wait_until
 
 
 def smq(capsys, *argv) -> tuple[int, str, str]:
@@ -58,13 +56,7 @@ def test_events_of_an_unknown_queue_name_the_missing_log(capsys, local_env):
 def test_events_follow_prints_new_events_until_ctrl_c(local_env, unique):
     name = unique("followed")
     env = {**os.environ, **local_env.environment()}
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "tjq.cli", "events", "--follow", "--job", name],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    follower = smq_process("events", "--follow", "--job", name, env=env)
     try:
         QueueClient.from_environment().submit(
             training_request(name, 1, instance_type=G4, run_seconds=1)
@@ -87,13 +79,7 @@ def test_events_follow_prints_new_events_until_ctrl_c(local_env, unique):
 
 def test_status_watch_redraws_until_ctrl_c(local_env):
     env = {**os.environ, **local_env.environment()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tjq.cli", "status", "--watch", "0.2"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    process = smq_process("status", "--watch", "0.2", env=env)
     frames, deadline = 0, time.monotonic() + 60
     try:
         while frames < 2:

@@ -3,15 +3,19 @@ emulated containers write a few lines per attempt)."""
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
-from tests.client.conftest import G4, P5, resumed_attempts_finish_at_once, wait_until
+from tests.client.conftest import (
+    G4,
+    P5,
+    resumed_attempts_finish_at_once,
+    smq_process,
+    wait_until,
+)
 
 
 def cancelled(client, *names) -> None:
@@ -64,13 +68,7 @@ def test_logs_follow_waits_for_the_job_and_ends_with_it(local_env, unique):
     QueueClient.from_environment().submit(
         training_request(name, 1, instance_type=G4, run_seconds=1)
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tjq.cli", "logs", name, "--follow"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    process = smq_process("logs", name, "--follow", env=env)
     try:
         out, err = process.communicate(timeout=120)
     finally:
@@ -107,22 +105,18 @@ def test_logs_follow_of_a_waiting_job_shows_its_progress_until_ctrl_c(local_env,
     client.submit(training_request(blocker, 9, instance_type=G4, run_seconds=3600))
     client.submit(training_request(waiting, 1, instance_type=G4))
     env = {**os.environ, **local_env.environment()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tjq.cli", "logs", waiting, "--follow"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    process = smq_process("logs", waiting, "--follow", env=env)
     try:
         line, deadline = "", time.monotonic() + 60
         while "queued at position" not in line:
             line = process.stdout.readline()
             assert line or time.monotonic() < deadline, process.stderr.read()
     finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
-        cancelled(client, waiting, blocker)
+        try:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)
+        finally:
+            cancelled(client, waiting, blocker)  # or the next test's jobs wait behind them
     assert process.returncode == 130
 
 
