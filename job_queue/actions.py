@@ -16,14 +16,14 @@ from dataclasses import replace
 from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
-from job_queue import head_of_line, lifecycle, outside, plans, tags
+from job_queue import carry, head_of_line, lifecycle, outside, plans, tags
 from job_queue.errors import SageMakerError, StaleState
 from job_queue.head_of_line import Act, Blocked, Blocking, HeadOfLineLimit
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState
 from job_queue.queue_events import JobBlocked, PoolReleased, StateChange
 from job_queue.report import Report
 from job_queue.retry import RETRIES, until_settled
-from job_queue.sagemaker import SageMakerGateway, StartOutcome, attempt_name
+from job_queue.sagemaker import SageMakerGateway, StartOutcome, StartResult, attempt_name
 from job_queue.scheduler import Plan
 from job_queue.scheduler.snapshot import Release, WarmPool
 from job_queue.scheduler.waiting_for import WaitingFor
@@ -149,7 +149,12 @@ class Actions:
         """CreateTrainingJob for ``job``'s claimed attempt, and what its outcome means; on a
         warm ``pool`` (claimed for it), whether SageMaker moved the pool to it."""
         request = plans.request_on(job.request, job.training_plan)
-        result = self.sagemaker.start(request, sagemaker_name, job.name, len(job.attempts) + 1)
+        try:
+            request = self._with_parents_models(request)
+        except SageMakerError as exc:  # it cannot start without them: as a refused start
+            result = StartResult(StartOutcome.REFUSED, f"could not read a parent's model: {exc}")
+        else:
+            result = self.sagemaker.start(request, sagemaker_name, job.name, len(job.attempts) + 1)
         log = {"job": job.name, "sagemaker_job": sagemaker_name, "outcome": result.outcome.value}
         if result.outcome is StartOutcome.UNKNOWN:
             logger.warning(
@@ -180,6 +185,20 @@ class Actions:
             logger.info("job started" + (" on a warm pool" if warm else ""), extra=log)
         if pool is not None and pool_found is not _UNKNOWN:
             self.act_on_pool(pool, lifecycle.on_pool(pool, described, self.clock(), True))
+
+    def _with_parents_models(self, request: dict) -> dict:
+        """``request`` with the models of the parents it uses filled in (each one's last
+        attempt, which completed: an afterok dependency held). SageMakerError if SageMaker
+        cannot say where one is now."""
+        models = {}
+        for parent in carry.parents_used(request):
+            found = self.store.get(parent)
+            last = found.attempts[-1].sagemaker_job_name if found and found.attempts else None
+            described = self.sagemaker.describe(last) if last else None
+            if not described or not described.model_artifacts:
+                raise SageMakerError(f"{parent} left no model that SageMaker knows of")
+            models[parent] = described.model_artifacts
+        return carry.resolve(request, models) if models else request
 
     def _describe_pool(self, pool: WarmPool):
         """The job that left ``pool``, described (None: SageMaker has no such job), or

@@ -4,17 +4,23 @@ in line and expected starts, and where the next page starts (:mod:`job_queue.pag
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from job_queue import outlook, paging
 from job_queue.config import Layout
 from job_queue.scheduler import WaitingJob, positions
-from job_queue.scheduler.forecast import ExpectedStart, RunHistory
+from job_queue.scheduler.dependencies import Dependency
+from job_queue.scheduler.forecast import ExpectedStart, OutOfLine, RunHistory
 from job_queue.scheduler.waiting_for import WaitingFor
 from job_queue.scheduling import View
 from job_queue.store import DynamoJobStore, Holders
 from job_queue.store.table import UNCAPPED
 from job_queue.usage_view import who_is_next
+
+if TYPE_CHECKING:
+    from job_queue.dependents import DependentJobs
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,8 @@ class Listing:
     waiting_total: int  # waiting jobs in the whole queue (at least)
     counted_at: float | None  # when the sweep counted them (None: counted now, exactly)
     next_up: dict | None = None  # fair share: whose job is next, and why
+    # The last page's: jobs out of line for their dependency, and what each waits for.
+    out_of_line: Sequence[tuple[WaitingJob, Dependency]] = ()
 
 
 def list_page(
@@ -40,6 +48,7 @@ def list_page(
     history: RunHistory,
     limit: int = paging.DEFAULT_LIMIT,
     token: str | None = None,
+    dependents: DependentJobs | None = None,
 ) -> Listing:
     """The page of ``token`` (None: the first): at most ``limit`` waiting jobs, read lazily,
     so that a deep queue costs a page, not the whole queue. ``viewed``: what a pass sees of
@@ -59,8 +68,11 @@ def list_page(
     places = positions(page, start.line)
     whole = start.after is None and not more  # the page is the whole queue
     horizon = page if whole else outlook.waiting_within_horizon(reading, seen)
-    expected = outlook.expected_starts(reading, viewed.policy, seen, history, horizon)
+    # The last page ends with the jobs out of line, and their expected starts.
+    out, out_why = dependents.out_of_line(held) if dependents and not more else (OutOfLine(), {})
+    expected = outlook.expected_starts(reading, viewed.policy, seen, history, horizon, out)
     why = outlook.reasons(seen, horizon, viewed.policy, shown=(job.name for job in page))
+    why.update(out_why)
     # With more pages, the rest is as the last sweep counted it (a deep queue is not counted
     # again for every page), and at least what was read.
     known = before + len(page) + more
@@ -77,4 +89,5 @@ def list_page(
         total,
         counted_at,
         who_is_next(seen, viewed.accounts, viewed.policy.fair_share),
+        out.jobs,
     )

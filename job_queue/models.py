@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from job_queue import tags, warm_pools
+
+if TYPE_CHECKING:
+    from job_queue.scheduler.dependencies import Dependency
 
 
 class JobState(StrEnum):
@@ -119,6 +123,7 @@ class Action(StrEnum):
     POOL_RELEASED = "pool-released"  # its idle warm pool was ended for another job
     BLOCKED = "blocked"  # failed by the sweep: first in line past its HeadOfLineLimits
     LIMIT_REACHED = "limit-reached"  # stopped by the sweep: past its max-total-runtime
+    DEPENDENCY_MET = "dependency-met"  # its parents ended as it needs: it joined the line
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,13 @@ class Job:
     in_line: bool = False  # it waits in its submitter's own line (fair share was on)
     checkpoint: Checkpointing | None = None  # how it saves its progress (its checkpoint tag)
     history: tuple[AuditEntry, ...] = ()  # who did what, oldest first
+    dependency: Dependency | None = None  # the queue jobs it waits for (its depends-on tag)
+    dependency_met_at: float | None = None  # when they ended as it needs
+
+    @property
+    def waits_on_parents(self) -> bool:
+        """Out of line until the jobs it depends on end as it needs."""
+        return self.dependency is not None and self.dependency_met_at is None
 
     @property
     def max_runtime(self) -> float | None:

@@ -10,12 +10,19 @@ that has no place or estimate, only the knowledge that more than HORIZON jobs ar
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from job_queue.models import Job
 from job_queue.scheduler import Policy, WaitingJob, forecast, positions
-from job_queue.scheduler.forecast import HORIZON, ExpectedStart, RunHistory, partition
+from job_queue.scheduler.forecast import (
+    HORIZON,
+    NOBODY_OUT_OF_LINE,
+    ExpectedStart,
+    OutOfLine,
+    RunHistory,
+    partition,
+)
 from job_queue.scheduler.planner import explain
 from job_queue.scheduler.snapshot import Snapshot
 from job_queue.scheduler.waiting_for import Reason, WaitingFor, beyond_horizon
@@ -41,13 +48,19 @@ def outlook_of(
     job: Job,
     history: RunHistory,
     started: frozenset[str] = frozenset(),
+    out_of_line: tuple[OutOfLine, Mapping[str, WaitingFor]] | None = None,
 ) -> Outlook:
     """``job``'s outlook from ``seen`` (what a pass sees now), the queue as ``reading``
     reads it, and the run-time history (``started``: jobs the reading still shows waiting
-    that a pass has started since)."""
+    that a pass has started since). A job out of line for its dependency has no place in
+    line yet; ``out_of_line``: those jobs, and why each waits."""
     if not job.state.is_waiting:
         return Outlook()
     waiting = still_waiting(reading, seen, started)
+    if out_of_line is not None and job.waits_on_parents:
+        jobs, why = out_of_line
+        expected = expected_starts(reading, policy, seen, history, waiting, jobs).get(job.name)
+        return Outlook(None, expected, None, why.get(job.name))
     position = settled_places(waiting).get(job.name)
     expected = expected_starts(reading, policy, seen, history, waiting).get(job.name)
     why = reasons(seen, waiting, policy, shown=(job.name,)).get(job.name)
@@ -100,12 +113,13 @@ def expected_starts(
     seen: Snapshot,
     history: RunHistory,
     waiting: Sequence[WaitingJob] | None = None,
+    out_of_line: OutOfLine = NOBODY_OUT_OF_LINE,
 ) -> dict[str, ExpectedStart]:
     """Every waiting job's expected start within the horizon (``waiting``: the queue in
-    order, if already read)."""
+    order, if already read), and of the jobs out of line for their dependency."""
     if waiting is None:
         waiting = waiting_within_horizon(reading, seen)
-    return forecast.expected_starts(seen, offered(seen, waiting), history, policy)
+    return forecast.expected_starts(seen, offered(seen, waiting), history, policy, out_of_line)
 
 
 def reasons(

@@ -2,8 +2,9 @@
 bus for every state change of a queued job, for users to route (SNS, chat, mail) with an
 ordinary rule, and one "Training Job Queue Warm Pool Released" when the queue ends a job's
 idle warm pool for another job, one "Training Job Queue Hold Changed" when an admin
-holds, drains or resumes the queue or a share, and one "Training Job Queue Blocked" when a
-job waited first in line past its HeadOfLineLimits.
+holds, drains or resumes the queue or a share, one "Training Job Queue Blocked" when a
+job waited first in line past its HeadOfLineLimits, and one "Training Job Queue Dependency
+Met" when the jobs a job depends on ended as it needs, so that it joined the line.
 
 The service records each change as it writes it (:class:`StateChange`, on the invocation's
 report); the handler publishes them when the invocation ends, in the order they happened.
@@ -31,6 +32,7 @@ DETAIL_TYPE = "Training Job Queue State Change"
 POOL_DETAIL_TYPE = "Training Job Queue Warm Pool Released"
 HOLD_DETAIL_TYPE = "Training Job Queue Hold Changed"
 BLOCKED_DETAIL_TYPE = "Training Job Queue Blocked"
+READY_DETAIL_TYPE = "Training Job Queue Dependency Met"
 _BATCH = 10  # PutEvents takes at most 10 entries
 
 
@@ -114,12 +116,23 @@ class JobBlocked:
     at: float
 
 
-Change = StateChange | PoolReleased | HoldChanged | JobBlocked
+@dataclass(frozen=True)
+class DependencyMet:
+    """The jobs ``job`` depends on ended as ``dependency`` needs: it joined the line."""
+
+    job: str
+    dependency: str  # as the depends-on tag writes it: afterok:train
+    share: str | None
+    at: float
+
+
+Change = StateChange | PoolReleased | HoldChanged | JobBlocked | DependencyMet
 _DETAIL_TYPES = {
     StateChange: DETAIL_TYPE,
     PoolReleased: POOL_DETAIL_TYPE,
     HoldChanged: HOLD_DETAIL_TYPE,
     JobBlocked: BLOCKED_DETAIL_TYPE,
+    DependencyMet: READY_DETAIL_TYPE,
 }
 
 
@@ -133,6 +146,14 @@ def detail(change: Change, queue_name: str) -> dict:
             "waiting_for": change.why.to_dict(),
             "waited_seconds": round(change.waited_s),
             "action": change.action,
+            "share": change.share,
+            "at": _iso(change.at),
+        }
+    if isinstance(change, DependencyMet):
+        return {
+            "queue": queue_name,
+            "job": change.job,
+            "dependency": change.dependency,
             "share": change.share,
             "at": _iso(change.at),
         }

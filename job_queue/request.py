@@ -12,10 +12,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from job_queue import tags, warm_pools
+from job_queue import carry, tags, warm_pools
 from job_queue.errors import BodyTooLarge, InvalidRequest, RoleNotAllowed
 from job_queue.fair_share_config import FAIR_SHARE_ID
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY, Checkpointing, Demand
+from job_queue.scheduler.dependencies import Dependency
 
 MAX_BODY_BYTES = 256 * 1024
 # A queued job's name: a SageMaker job name, or an AWS Batch job name (which may have
@@ -44,6 +45,7 @@ class Submission:
     checkpoint: Checkpointing | None = None  # the ``checkpoint`` tag, if any
     fair_share_id: str | None = None  # the ``fair-share-id`` tag, if any
     groups: bool = False  # the demand comes from ResourceConfig.InstanceGroups
+    dependency: Dependency | None = None  # the ``depends-on`` tag, if any
 
     @property
     def instance_fields(self) -> tuple[str, str]:
@@ -121,6 +123,8 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
             parse(request.get("Tags"))
         except ValueError as exc:
             raise InvalidRequest.must(f"Tags.{name}", str(exc)) from None
+    dependency = dependency_of(request.get("Tags"), job_name)
+    carry.check(request, dependency)  # a parent's output it uses is one it waits for
     return Submission(
         name=job_name,
         priority=priority,
@@ -133,6 +137,7 @@ def validate_submission(request: dict, allowed_roles: frozenset[str]) -> Submiss
             json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
         ).hexdigest(),
         groups=request["ResourceConfig"].get("InstanceGroups") is not None,
+        dependency=dependency,
     )
 
 
@@ -192,6 +197,24 @@ def fair_share_id_of(request_tags: object) -> str | None:
             f"got {value!r}",
         )
     return value
+
+
+def dependency_of(request_tags: object, job_name: str) -> Dependency | None:
+    """The ``depends-on`` tag: the queue jobs this one waits for, and how (``priority_of``
+    has checked the tags). Whether the parents exist is the queue's to check."""
+    field = f"Tags.{tags.DEPENDS_ON}"
+    if not any(t["Key"] == tags.DEPENDS_ON for t in request_tags or ()):
+        return None
+    try:
+        dependency = Dependency.parse(tags.value(request_tags, tags.DEPENDS_ON))
+    except ValueError as exc:
+        raise InvalidRequest.must(field, str(exc)) from None
+    bad = [name for name in dependency.parents if not JOB_NAME_PATTERN.match(name)]
+    if bad:
+        raise InvalidRequest.must(field, f"name queue jobs, got {bad[0]!r}")
+    if job_name in dependency.parents:
+        raise InvalidRequest.must(field, f"name other jobs than {job_name} itself")
+    return dependency
 
 
 def checkpoint_of(request: Mapping) -> Checkpointing | None:

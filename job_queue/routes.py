@@ -72,6 +72,10 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         expected, why = listing.expected, listing.waiting_for
         places = zip(waiting, listing.positions, strict=True)
         rows += [waiting_row(j, p, now, expected.get(j.name), why.get(j.name)) for j, p in places]
+        rows += [  # the last page's: jobs out of line until their dependency holds
+            waiting_row(j, None, now, expected.get(j.name), why.get(j.name), on)
+            for j, on in listing.out_of_line
+        ]
         answer = {
             "queue": service.settings.queue_name,
             "jobs": rows,

@@ -1,6 +1,7 @@
 """What admins change at run time and everyone may look at: the quota shares (GET and PUT
 /shares), fair share's usage and weights (GET /usage, PUT /usage/weights), and holds on the
-queue or a share (POST /queue/hold, /queue/drain, /queue/resume). A part of
+queue or a share (POST /queue/hold, /queue/drain, /queue/resume); and the training plans,
+read again at cold start and in the sweep. A part of
 :class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access
+from job_queue import access, plans
 from job_queue.access import Caller
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
@@ -19,11 +20,12 @@ from job_queue.queue_events import HoldChanged
 from job_queue.retry import RETRIES, busy, until_settled
 from job_queue.scheduler.holds import HoldAction, HoldChange, changed
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
-from job_queue.share_config import dumps_shares
+from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import Holders
 
 if TYPE_CHECKING:
     from job_queue.config import Settings
+    from job_queue.sagemaker import SageMakerGateway
     from job_queue.scheduling import View
     from job_queue.store import DynamoJobStore
 
@@ -35,6 +37,7 @@ class RunTimeSettings:
 
     store: DynamoJobStore
     settings: Settings
+    sagemaker: SageMakerGateway
 
     def shares(self) -> tuple[Layout, list[ShareUsage], dict[str, int], Holders]:
         """The shares in effect, each share's use per instance type, its waiting jobs, and
@@ -117,3 +120,16 @@ class RunTimeSettings:
         self.report.changes.append(HoldChanged(action.value, share, caller.arn, self.clock()))
         self.schedule()
         return self.store.holders()
+
+    # -- training plans ----------------------------------------------------------------------
+
+    def refresh_plans(self) -> None:
+        """Read every training plan again (at cold start and in the sweep, never per event):
+        one that cannot be read keeps its last reading, and the queue goes on without it."""
+        held = self.store.holders()
+        layout = self.layout(held)
+        # With shares, the plans they name (shares set at run time may name others).
+        entries = plan_entries_of(layout.shares) if layout.shares else self.settings.training_plans
+        if entries:
+            describe = self.sagemaker.describe_training_plan
+            self.store.set_plans(plans.refresh(entries, held.plans, describe, self.clock()))

@@ -113,6 +113,7 @@ class TrainingJobStatus:
     ended_at: float | None = None  # TrainingEndTime
     pool: PoolStatus | None = None  # WarmPoolStatus.Status: None without a pool
     pool_reused_by: str | None = None  # WarmPoolStatus.ReusedByJob
+    model_artifacts: str | None = None  # ModelArtifacts.S3ModelArtifacts, once it completed
 
 
 class SageMakerGateway:
@@ -146,7 +147,7 @@ class SageMakerGateway:
         ours = tags.queue_tags(self._queue_name, job_name, attempt)
         params = dict(request)
         params["TrainingJobName"] = sagemaker_name
-        params["Tags"] = tags.with_tags(request.get("Tags"), ours, replace=True)
+        params["Tags"] = tags.with_tags(tags.for_sagemaker(request.get("Tags")), ours, replace=True)
         try:
             self._call(self._client.create_training_job, **params)
         except ClientError as exc:
@@ -189,6 +190,7 @@ class SageMakerGateway:
             ended_at=ended.timestamp() if ended is not None else None,
             pool=_parse(PoolStatus, warm.get("Status")),
             pool_reused_by=warm.get("ReusedByJob"),
+            model_artifacts=(found.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         )
 
     def describe_training_plan(self, name: str) -> Mapping:

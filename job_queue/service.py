@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from job_queue import access, checkpoints, lifecycle, outside, plans, tags, warm_pools
+from job_queue import access, checkpoints, lifecycle, outside, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
 from job_queue.config import Layout, Settings
+from job_queue.dependents import DependentJobs
 from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
@@ -37,7 +38,6 @@ from job_queue.scheduler.forecast import RunHistory
 from job_queue.scheduler.order import SavedAt
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool, after, started_names
 from job_queue.scheduling import Scheduled, View, plan_pass
-from job_queue.share_config import plan_entries_of
 from job_queue.store import DynamoJobStore, Holders
 
 logger = Logger(child=True)
@@ -82,6 +82,7 @@ class QueueService(RunTimeSettings):
             settings.start_retry_base_seconds, settings.start_retry_max_seconds
         )
         self._actions = Actions(store, sagemaker, clock, self._backoff, self.report)
+        self.dependents = DependentJobs(store, self.report, clock)
 
     # -- API -------------------------------------------------------------------------------
 
@@ -99,6 +100,7 @@ class QueueService(RunTimeSettings):
         access.check_submit(
             caller, submission.priority, layout.share(share), self._ceiling(layout, share)
         )
+        self.dependents.check_parents(submission.dependency)
         queued = warm_pools.with_default_keep_alive(request, self.settings.keep_alive_seconds)
         queued = checkpoints.with_default_location(
             queued, self.settings.checkpoint_s3_uri, submission.name
@@ -119,6 +121,7 @@ class QueueService(RunTimeSettings):
             submitter=submission.fair_share_id or caller.principal,
             history=(AuditEntry(now, Action.SUBMITTED, caller.arn),),
             checkpoint=submission.checkpoint,
+            dependency=submission.dependency,
         )
         if not self.store.add(job):  # a job of that name is queued already
             existing = self.store.get(submission.name)
@@ -134,9 +137,12 @@ class QueueService(RunTimeSettings):
         started = started_names(scheduled.plan)
         if job.name in started:
             return Submitted(self.get(job.name), Outlook(), created=True)  # with its attempt
+        out_of_line = None
+        if job.dependency is not None and (job := self.get(job.name)).waits_on_parents:
+            out_of_line = self.dependents.out_of_line(held)
         # Its place in line reads on from where the pass stopped reading the queue.
         answer = outlook_of(
-            scheduled.reading, scheduled.policy, scheduled.seen, job, history, started
+            scheduled.reading, scheduled.policy, scheduled.seen, job, history, started, out_of_line
         )
         if answer.position is None and not (job := self.get(job.name)).state.is_waiting:
             return Submitted(job, Outlook(), created=True)  # an event's pass started it
@@ -156,7 +162,10 @@ class QueueService(RunTimeSettings):
             return Outlook()
         held, history = read or self.store.holders_and_history()
         viewed = self.view(held)
-        return outlook_of(viewed.reading, viewed.policy, viewed.seen, job, history)
+        out_of_line = self.dependents.out_of_line(held) if job.waits_on_parents else None
+        return outlook_of(
+            viewed.reading, viewed.policy, viewed.seen, job, history, out_of_line=out_of_line
+        )
 
     def view(self, held: Holders) -> View:
         """What a pass sees from the holders just read (``held``)."""
@@ -177,7 +186,8 @@ class QueueService(RunTimeSettings):
     def listing(self, limit: int, token: str | None = None) -> Listing:
         """One page of the queue: the holders, and ``limit`` waiting jobs from ``token``."""
         held, history = self.store.holders_and_history()
-        return list_page(self.store, held, self.view(held), history, limit, token)
+        viewed = self.view(held)
+        return list_page(self.store, held, viewed, history, limit, token, self.dependents)
 
     def cancel(self, name: str, caller: Caller) -> Job:
         """A pending job leaves the queue; an active one is stopped and ends cancelled.
@@ -328,7 +338,8 @@ class QueueService(RunTimeSettings):
         waiting = still_waiting(scheduled.reading, scheduled.seen, started)
         why = reasons(scheduled.seen, waiting, scheduled.policy)
         unread = self.report.queue_depth - len(started) - len(waiting)
-        self.report.count_reasons(why.values(), unread)
+        out_of_line = self.dependents.settled.waiting.values()  # as the pass's first step saw
+        self.report.count_reasons([*why.values(), *out_of_line], unread)
         if self._actions.head_of_line(held.blocking, why, self.settings.limits.head_of_line):
             self.schedule()  # the jobs behind one it failed may start now
 
@@ -355,13 +366,16 @@ class QueueService(RunTimeSettings):
 
     def schedule(self, held: Holders | None = None) -> Scheduled:
         """One scheduling pass: read the holders (``held``: as this invocation just read
-        them) and as much of the queue as needed, plan, act. A lost race (another invocation
+        them), settle the jobs out of line for their dependency, read as much of the queue
+        as needed, plan, act. A lost race (another invocation
         changed the holders) reads them again and plans again."""
         last: Scheduled | None = None  # set by the first round
 
         def pass_once() -> Scheduled:
             nonlocal held, last
             current, held = held or self.store.holders(), None  # a retry reads them anew
+            if last is None:  # the first round: jobs whose dependency holds join the line
+                self.dependents.settle(current)
             viewed = self.view(current)
             seen, reading, policy = viewed.seen, viewed.reading, viewed.policy
             last = Scheduled(Plan(), seen, reading, policy)
@@ -377,19 +391,6 @@ class QueueService(RunTimeSettings):
             return last
 
         return until_settled(pass_once, _SCHEDULING_ROUNDS, gave_up)
-
-    # -- training plans ----------------------------------------------------------------------
-
-    def refresh_plans(self) -> None:
-        """Read every training plan again (at cold start and in the sweep, never per event):
-        one that cannot be read keeps its last reading, and the queue goes on without it."""
-        held = self.store.holders()
-        layout = self.layout(held)
-        # With shares, the plans they name (shares set at run time may name others).
-        entries = plan_entries_of(layout.shares) if layout.shares else self.settings.training_plans
-        if entries:
-            describe = self.sagemaker.describe_training_plan
-            self.store.set_plans(plans.refresh(entries, held.plans, describe, self.clock()))
 
     # -- helpers ---------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ A user sets these tags on a job (the SDK's ``tags=``, or ``QueueTrainingJobSessi
   interval in seconds; the queue then preempts the job that would lose least first;
 * ``max-preemptions`` — how often it may be preempted and requeued (a whole number; one
   preemption more fails it), overriding the queue's ``MaxPreemptions``;
+* ``depends-on`` — the queue jobs it waits for, and how: ``afterok:job-a,job-b`` (kinds
+  ``after``, ``afterok``, ``afternotok``; names apart by commas or spaces). The queue keeps
+  it and leaves it out of the SageMaker job's tags (a comma is not valid in one);
 * ``fair-share-id`` — whom the job's use is charged to when fair share is on (a project's
   name); without it, the caller's identity (a role session counts as its role).
 
@@ -29,6 +32,7 @@ CHECKPOINT = "checkpoint"
 FAIR_SHARE_ID = "fair-share-id"
 MAX_PREEMPTIONS = "max-preemptions"
 MAX_TOTAL_RUNTIME = "max-total-runtime"
+DEPENDS_ON = "depends-on"
 QUEUE = "training-job-queue:queue"
 JOB = "training-job-queue:job"
 ATTEMPT = "training-job-queue:attempt"
@@ -82,6 +86,12 @@ def with_tags(
         tags = [tag for tag in tags if tag.get("Key") not in added]
     new = {k: v for k, v in added.items() if replace or k not in present}
     return tags + [{"Key": k, "Value": v} for k, v in new.items()]
+
+
+def for_sagemaker(tags: Iterable[Mapping] | None) -> list[dict]:
+    """The request's tags as SageMaker gets them: without those only the queue reads and
+    SageMaker would refuse (``depends-on``)."""
+    return [dict(tag) for tag in tags or () if tag.get("Key") != DEPENDS_ON]
 
 
 def queue_tags(queue_name: str, job_name: str, attempt: int) -> dict[str, str]:

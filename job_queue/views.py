@@ -10,6 +10,7 @@ from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.outlook import Outlook
 from job_queue.sagemaker import attempt_name
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.dependencies import Dependency
 from job_queue.scheduler.forecast import ExpectedStart
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.shares import ShareUsage
@@ -78,6 +79,8 @@ def job_detail(job: Job, outlook: Outlook, now: float) -> dict:
         "start_failures": job.start_failures,
         "last_start_error": job.last_error,
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+        "dependency": None if job.dependency is None else str(job.dependency),
+        "dependency_met_at": iso(job.dependency_met_at),
         **reason_fields(outlook.waiting_for),
         "submitted_by": job.submitted_by,
         "submitter": job.submitter,
@@ -146,13 +149,14 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
 
 def waiting_row(
     job: WaitingJob,
-    position: int,
+    position: int | None,
     now: float,
     expected: ExpectedStart | None = None,
     why: WaitingFor | None = None,
+    dependency: Dependency | None = None,
 ) -> dict:
     """A pending job, as a row of GET /jobs (with when it is expected to start, and why it
-    waits)."""
+    waits; ``dependency``: a job out of line until it holds, with no place in line yet)."""
     return {
         "name": job.name,
         "state": job.state.value,
@@ -164,6 +168,7 @@ def waiting_row(
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
+        "dependency": None if dependency is None else str(dependency),
         **reason_fields(why),
     }
 

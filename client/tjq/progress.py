@@ -28,6 +28,8 @@ def describe_state(job: dict) -> str:
         return f"started as SageMaker job {job['sagemaker_job_name']}{_on_pool(job)}"
     if state == JobState.FAILED:
         return f"failed: {job['failure_reason']}"
+    if state == JobState.CANCELLED and job.get("failure_reason"):
+        return f"cancelled: {job['failure_reason']}"  # its dependency can never hold
     return state
 
 
@@ -75,6 +77,8 @@ def _on_pool(job: dict) -> str:
 def place(job: dict) -> str:
     """Where a waiting job is in line: "at position 3", or, further back than the queue
     counts for one job, "behind more than 100 jobs"."""
+    if job.get("position") is None and job.get("dependency") and not job.get("dependency_met_at"):
+        return "until its dependency holds"
     if job.get("position") is None and job.get("position_beyond"):
         return f"behind more than {job['position_beyond']} jobs"
     return f"at position {job.get('position')}"

@@ -21,6 +21,8 @@ def event_line(detail: dict) -> str:
     if detail.get("action"):  # an admin held, drained or resumed the queue or a share
         what = f"share {detail['share']}" if detail.get("share") else "the queue"
         return f"{detail['at']} {what} {detail['action']} by {detail['by']}"
+    if detail.get("dependency"):  # the jobs it depends on ended as it needs
+        return f"{detail['at']} {detail['job']} dependency met ({detail['dependency']}): in line"
     if detail.get("released_for"):
         return f"{detail['at']} {detail['job']} warm pool released: {detail['reason']}"
     moved = f"{detail.get('from') or 'submitted'} -> {detail['to']}"

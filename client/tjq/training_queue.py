@@ -17,8 +17,10 @@ from collections.abc import Callable
 
 import boto3
 
+from job_queue import carry
 from job_queue import tags as tag_names
 from job_queue.models import JobState
+from job_queue.scheduler.dependencies import DEFAULT_KIND, Dependency
 from tjq import sdk_objects
 from tjq.api import QueueClient, check_share, every_row
 from tjq.errors import JobNotFound, JobNotStarted
@@ -98,6 +100,8 @@ class TrainingQueue:
         preemption_config: dict | None = None,
         *,
         checkpoint: str | int | None = None,
+        depends_on: list[QueuedJob | str] | QueuedJob | str | None = None,
+        dependency: str = DEFAULT_KIND.value,
         name_suffix: str = "",
     ) -> QueuedJob:
         """Queue ``training_job`` (a ``ModelTrainer`` or an ``Estimator``) with ``inputs``,
@@ -110,7 +114,10 @@ class TrainingQueue:
         ``tags`` are added to the training job's tags; ``checkpoint`` (``"on-stop"`` or
         seconds) sets its ``checkpoint`` tag, how it saves its progress;
         ``preemption_config={"preemptionRetriesBeforeTermination": N}`` its
-        ``max-preemptions`` tag, how often it may be preempted and requeued. Batch's
+        ``max-preemptions`` tag, how often it may be preempted and requeued;
+        ``depends_on`` (queued jobs, or their names) its ``depends-on`` tag: the job waits
+        out of line until they end as ``dependency`` says (``afterok``: all completed;
+        ``afternotok``: none completed; ``after``: however they ended). Batch's
         ``retry_config`` and ``timeout`` have no meaning here and are refused if given (the
         queue's RetryOnFailure setting retries infrastructure failures; MaxRuntimeInSeconds
         bounds a job). Checked before anything is uploaded.
@@ -126,6 +133,8 @@ class TrainingQueue:
             chosen[tag_names.CHECKPOINT] = checkpointing(checkpoint, "checkpoint=")
         if preemption_config is not None:
             chosen[tag_names.MAX_PREEMPTIONS] = _preemption_retries(preemption_config)
+        if depends_on is not None:
+            chosen[tag_names.DEPENDS_ON] = _dependency(depends_on, dependency)
         # The priority the job will have: the chosen tag, else its own.
         check_tags([*sdk_objects.tags_of(training_job), *_as_tags(chosen)])
         share = quota_share_name
@@ -243,6 +252,12 @@ class QueuedJob:
         job = self.queue.queue.job(self.job_name)
         return {**job, "status": BATCH_STATUS[JobState(job["state"])], "statusReason": _why(job)}
 
+    def output(self, what: str = "model") -> str:
+        """A reference to the model this job leaves, for a job that depends on it (with
+        ``afterok``): an input channel's data or a hyperparameter. The queue fills in its
+        ``ModelArtifacts.S3ModelArtifacts`` when that job starts."""
+        return carry.output_uri(self.job_name, what)
+
     def update(self, scheduling_priority: int) -> dict:
         """Change the job's priority (it moves in the queue, and may preempt or be preempted)."""
         priority = integer_priority(scheduling_priority, "scheduling_priority")
@@ -307,6 +322,17 @@ def _preemption_retries(config: object) -> str:
             f"preemption_config[{key!r}] must be a whole number from 0, got {retries!r}"
         )
     return str(retries)
+
+
+def _dependency(depends_on, kind: str) -> str:
+    """The ``depends-on`` tag of ``depends_on`` (QueuedJobs or names); ValueError naming the
+    problem."""
+    parents = depends_on if isinstance(depends_on, list | tuple) else [depends_on]
+    names = [p.job_name if isinstance(p, QueuedJob) else p for p in parents]
+    try:
+        return str(Dependency.of(kind, names))
+    except ValueError as exc:
+        raise ValueError(f"depends_on= and dependency= must {exc}") from None
 
 
 def _refuse_batch_only(**given) -> None:

@@ -29,9 +29,10 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from job_queue.models import Demand, JobState
+from job_queue.scheduler.dependencies import Dependency, Dependent, settle
 from job_queue.scheduler.fair_share import charge
 from job_queue.scheduler.order import queue_order
 from job_queue.scheduler.planner import plan
@@ -100,20 +101,41 @@ def within_horizon(waiting: Iterable[WaitingJob], horizon: int = HORIZON) -> lis
     return kept
 
 
+@dataclass(frozen=True)
+class OutOfLine:
+    """The jobs out of line for their dependency (each with what it waits for), and the
+    states of their parents that are not (as the table has them now)."""
+
+    jobs: Sequence[tuple[WaitingJob, Dependency]] = ()
+    states: Mapping[str, JobState | None] = field(default_factory=dict)
+
+
+NOBODY_OUT_OF_LINE = OutOfLine()
+
+
 def expected_starts(
-    seen: Snapshot, waiting: Sequence[WaitingJob], history: RunHistory, policy: Policy
+    seen: Snapshot,
+    waiting: Sequence[WaitingJob],
+    history: RunHistory,
+    policy: Policy,
+    out_of_line: OutOfLine = NOBODY_OUT_OF_LINE,
 ) -> dict[str, ExpectedStart]:
     """Each waiting job's expected start from ``seen`` (``waiting`` in queue order; only
     those :func:`within_horizon` keeps are played, and jobs the replays never start are
-    absent)."""
+    absent). A job out of line joins the replay's line once its parents have ended in it as
+    it needs (every attempt that ends in a replay completes): its start is after theirs."""
     waiting = within_horizon(waiting)
 
     def likely(job: WaitingJob | ActiveJob) -> float:
         typical = history.typical(job)
         return policy.bound(job.max_runtime) if typical is None else typical
 
-    latest = _Replay(seen, waiting, lambda job: policy.bound(job.max_runtime), policy).run()
-    usual = _Replay(seen, waiting, likely, policy).run()
+    def bound(job: WaitingJob | ActiveJob) -> float:
+        return policy.bound(job.max_runtime)
+
+    latest = _Replay(seen, waiting, bound, policy, out_of_line).run()
+    usual = _Replay(seen, waiting, likely, policy, out_of_line).run()
+    waiting = [*waiting, *(job for job, _ in out_of_line.jobs)]
     # The history behind the estimate: that of every job it competes with for instances.
     seen_runs: dict[tuple[str, int], int] = {}
     for job in [*seen.active, *waiting]:
@@ -138,14 +160,21 @@ class _Replay:
     """One replay on a virtual clock: which waiting job starts when."""
 
     def __init__(
-        self, seen: Snapshot, waiting: Sequence[WaitingJob], run_time: RunTime, policy: Policy
+        self,
+        seen: Snapshot,
+        waiting: Sequence[WaitingJob],
+        run_time: RunTime,
+        policy: Policy,
+        out_of_line: OutOfLine,
     ) -> None:
         self.seen = seen
         self.run_time = run_time
         self.policy = policy
         self.waiting = sorted(((queue_order(j), j) for j in waiting), key=lambda pair: pair[0])
+        self.out_of_line = list(out_of_line.jobs)
+        self.states = dict(out_of_line.states)  # of the parents, as the replay goes on
         self.started: dict[str, float] = {}
-        self.wanted = {job.name for job in waiting}
+        self.wanted = {job.name for job in waiting} | {job.name for job, _ in self.out_of_line}
         # When each active job ends (a stopping one frees its instances soon).
         self.ends: dict[str, float] = {}
         for job in seen.active:
@@ -167,7 +196,23 @@ class _Replay:
             self._end_attempts()
         return self.started
 
+    def _settle(self) -> None:
+        """The jobs out of line whose parents ended in the replay as they need join its line
+        (the pass's own first step); those whose dependency can never hold drop out."""
+        if not self.out_of_line:
+            return
+        known = dict(self.states)
+        known.update((job.name, job.state) for job in self.seen.active)
+        known.update((job.name, job.state) for _, job in self.waiting)
+        settled = settle([Dependent(job.name, on) for job, on in self.out_of_line], known)
+        ready, doomed = set(settled.ready), set(settled.doomed)
+        for job, _ in self.out_of_line:
+            if job.name in ready:
+                bisect.insort(self.waiting, (queue_order(job), job), key=lambda pair: pair[0])
+        self.out_of_line = [(j, on) for j, on in self.out_of_line if j.name not in ready | doomed]
+
     def _pass(self) -> None:
+        self._settle()
         now = self.seen.now
         decided = plan(self.seen, (job for _, job in self.waiting), self.policy)
         self.seen = after(self.seen, decided)
@@ -204,6 +249,9 @@ class _Replay:
             if job.name not in ended:
                 continue
             del self.ends[job.name]
+            if job.state is not JobState.PREEMPTING:  # it ended as the replay assumes
+                cancelled = job.state is JobState.CANCELLING
+                self.states[job.name] = JobState.CANCELLED if cancelled else JobState.COMPLETED
             if job.state is JobState.PREEMPTING:
                 back = WaitingJob(
                     job.name,

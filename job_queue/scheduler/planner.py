@@ -39,6 +39,12 @@ the submitter who used least lately: :mod:`~job_queue.scheduler.fair_share`), fo
 
 Steps that change rules 1 to 6 where the policy or the layout asks for them:
 
+* **Dependencies.** Before a pass reads the queue, the jobs out of line until their
+  dependency holds are settled (:func:`~job_queue.scheduler.dependencies.settle`, the same
+  in the Lambda, the expected-start replay and the simulator): those it now holds for join
+  the line at their place, those it never can are cancelled. The pass never sees a job that
+  waits for its parents, so such a job holds back nobody.
+
 * **Held.** While an admin holds the queue or a job's share, the job waits (and nothing of
   it is read further); drained, its running jobs are stopped and requeued as well
   (:mod:`~job_queue.scheduler.holds`).

@@ -83,6 +83,11 @@ class WaitingJob:
     submitter: str | None = None  # whom its use is charged to, for fair share
     in_line: bool = False  # the table keeps it in its submitter's line (the pass ignores it)
 
+    @property
+    def waits_on_parents(self) -> bool:
+        """Never, for a job a pass is offered: a job out of line for its dependency is not."""
+        return False
+
 
 @dataclass(frozen=True)
 class ActiveJob:

@@ -37,6 +37,7 @@ class Reason(StrEnum):
     MIN_RUNTIME = "min-runtime"  # the jobs it would preempt have run too briefly
     FAIR_SHARE = "fair-share"  # another submitter, who used less lately, goes first
     HELD = "held"  # an admin holds the queue (or its share)
+    DEPENDENCY = "dependency"  # jobs it depends on have not ended as it needs yet
     NO_CAPACITY = "no-capacity"  # its instance type or share is no longer in the layout
 
 

@@ -135,7 +135,9 @@ class LineKeeping:
 
     def _placed(self, job: Job) -> Job:
         """``job`` as it is queued now: in its submitter's line while fair share is on."""
+        # A job out of line for its dependency joins its line once the dependency holds.
         in_line = self._fair is not None and job.submitter is not None
+        in_line = in_line and not job.waits_on_parents
         if in_line and not self._lines_marked:
             self.mark_lines()
             self._lines_marked = True

@@ -1,7 +1,8 @@
 """Items of the table and the types they hold, both ways: one codec per type.
 
 * a :class:`~job_queue.models.Job` ↔ its ``JOB#`` item (request, state, attempt history);
-* a :class:`~job_queue.scheduler.WaitingJob` ↔ its entry in a waiting partition;
+* a :class:`~job_queue.scheduler.WaitingJob` ↔ its entry in a waiting partition (a job
+  out of line for its dependency: with its ``depends_on`` tag);
 * an :class:`~job_queue.scheduler.ActiveJob` ↔ its entry in the holders item's ``active``
   map;
 * a :class:`~job_queue.scheduler.snapshot.WarmPool` ↔ its entry in the holders item's
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from job_queue import tags
 from job_queue.models import Action, Attempt, AuditEntry, Checkpointing, Job, JobState, Outcome
 from job_queue.scheduler import ActiveJob, WaitingJob
+from job_queue.scheduler.dependencies import Dependency
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store.table import job_key, waiting_key
@@ -97,6 +99,7 @@ def waiting_item(job: Job) -> dict:
         **_warm_key(job),
         **_checkpoint(job),
         **({"last_error": job.last_error} if job.not_before and job.last_error else {}),
+        **({"depends_on": str(job.dependency)} if job.waits_on_parents else {}),
     }
 
 
@@ -261,6 +264,8 @@ def job_item(job: Job) -> dict:
         "submitted_by": job.submitted_by,
         "in_line": job.in_line or None,
         "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
+        "depends_on": None if job.dependency is None else str(job.dependency),
+        "dependency_met_at": job.dependency_met_at,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     item["history"] = [audit_value(entry) for entry in job.history]
@@ -290,6 +295,8 @@ def job_from_item(item: Mapping) -> Job:
         in_line=bool(item.get("in_line")),
         history=tuple(_audit_from(entry) for entry in item.get("history", [])),
         checkpoint=_job_checkpoint(item),
+        dependency=Dependency.parse(item["depends_on"]) if "depends_on" in item else None,
+        dependency_met_at=_optional_float(item.get("dependency_met_at")),
     )
 
 

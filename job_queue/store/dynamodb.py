@@ -20,6 +20,7 @@ from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.snapshot import OutsideJob, WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
+from job_queue.store.dependency_writes import DependencyWrites
 from job_queue.store.hold_writes import HoldWrites
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
@@ -35,7 +36,14 @@ __all__ = ["DynamoJobStore", "Holders"]
 
 
 class DynamoJobStore(
-    TableReads, PoolWrites, HoldWrites, RunTimes, HolderNotes, LineKeeping, BulkLoading
+    TableReads,
+    PoolWrites,
+    HoldWrites,
+    RunTimes,
+    HolderNotes,
+    LineKeeping,
+    BulkLoading,
+    DependencyWrites,
 ):
     """Reads and conditional writes of the queue table.
 
@@ -65,6 +73,8 @@ class DynamoJobStore(
     def add(self, job: Job) -> bool:
         """Queue a new job. False if a job of that name already exists."""
         job = self._placed(job)
+        if job.waits_on_parents and not self._dependents_marked:
+            self.mark_dependents()
         for _ in range(RETRIES):
             try:
                 self._transact(
@@ -290,11 +300,18 @@ class DynamoJobStore(
         return True
 
     def end_waiting(
-        self, job: Job, now: float, audit: AuditEntry, failure_reason: str | None = None
+        self,
+        job: Job,
+        now: float,
+        audit: AuditEntry,
+        failure_reason: str | None = None,
+        state: JobState | None = None,
     ) -> None:
         """pending or preempted → cancelled (with ``failure_reason``: failed, as the sweep
-        fails a job blocked past its HeadOfLineLimits): the job leaves the queue."""
-        state = JobState.CANCELLED if failure_reason is None else JobState.FAILED
+        fails a job blocked past its HeadOfLineLimits, unless ``state`` says cancelled, as a
+        dependency that can never hold cancels a job): the job leaves the queue."""
+        if state is None:
+            state = JobState.CANCELLED if failure_reason is None else JobState.FAILED
         reason = {} if failure_reason is None else {"failure_reason": failure_reason}
         self._transact(
             table.set_fields(

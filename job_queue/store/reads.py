@@ -54,6 +54,7 @@ class Holders:
     holds: tuple[QueueHold, ...] = ()  # an admin holds or drains the queue, or shares of it
     hold_changes: tuple[HoldChange, ...] = ()  # who held, drained or resumed what (latest last)
     blocking: Mapping[str, Blocking] = field(default_factory=dict)  # HeadOfLineLimits' counts
+    dependents: bool = False  # a dependent job was queued once: passes read DEPENDENT
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -269,6 +270,7 @@ def _holders_from(holders: Mapping) -> Holders:
         holds=holds_from(holders.get("holds", ())),
         hold_changes=changes_from(holders.get("hold_changes", ())),
         blocking=blocking_from(holders.get("blocking", {})),
+        dependents=bool(holders.get("dependents")),
     )
 
 

@@ -10,6 +10,9 @@ Items (``pk`` / ``sk``):
   without a Scan, and only as far as the scheduler needs. With fair share on, each
   submitter's jobs wait in a line of their own (``<partition>@<submitter>``), so that a
   pass reads the head of each line, not the whole queue.
+* ``DEPENDENT`` / ``<order key>`` — the entry of a waiting job whose dependency does not hold
+  yet (:mod:`~job_queue.scheduler.dependencies`): out of line, read whole by every pass of
+  a queue that ever had one, and moved to its partition (same order key) once it holds.
 * ``ACCOUNT`` / ``<submitter>`` (or ``#share:<name>``) — fair share's accounts
   (:mod:`~job_queue.store.accounts`): how many jobs wait in each of the submitter's lines,
   and the decayed usage of the work that ended, both kept with ADD in the transactions that
@@ -43,6 +46,7 @@ POOL_KEY = {"pk": "POOL", "sk": "POOL"}
 SEQ_KEY = {"pk": "SEQ", "sk": "SEQ"}
 MULTI_TYPE = "*"  # the waiting partition of jobs that need several capped types
 UNCAPPED = "-"  # of jobs that need no capped instances (they start at once)
+DEPENDENT = "DEPENDENT"  # the entries of jobs out of line until their dependency holds
 
 # The table as the template declares it (tests check the two agree).
 KEY_SCHEMA = [
@@ -87,7 +91,10 @@ def line_partition(plain: str, submitter: str) -> str:
 
 
 def waiting_key(job: Job | WaitingJob) -> dict:
-    """The key of a job's entry: in its partition, or (``in_line``) its submitter's line."""
+    """The key of a job's entry: in its partition, or (``in_line``) its submitter's line;
+    out of line while it waits on its parents."""
+    if job.waits_on_parents:
+        return {"pk": DEPENDENT, "sk": order_key(job.priority, job.seq)}
     plain = queue_partition(job.demand, job.share)
     where = line_partition(plain, job.submitter) if job.in_line and job.submitter else plain
     return {"pk": where, "sk": order_key(job.priority, job.seq)}

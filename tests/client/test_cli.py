@@ -322,3 +322,38 @@ def test_an_admin_holds_and_resumes_the_queue(capsys, local_env):
     assert (code, out.strip()) == (0, "nothing is held: jobs start as usual")
     code, _, err = smq(capsys, "queue", "hold", "--share", "nope")
     assert code == 1 and "share nope is not one of the queue's shares" in err
+
+
+def test_submit_after_other_jobs_and_show_the_chain(capsys, queued, unique, tmp_path):
+    running, waiting = queued
+    evaluate, export = unique("evaluate"), unique("export")
+    try:
+        for name, after in ((evaluate, f"{running},{waiting}"), (export, evaluate)):
+            path = tmp_path / f"{name}.json"
+            path.write_text(json.dumps(training_request(name, 1, instance_type="ml.g5.xlarge")))
+            code, out, _ = smq(capsys, "submit", str(path), "--after", after)
+            assert code == 0, out
+            assert out.startswith(f"{name}: queued until its dependency holds (priority 1)")
+            assert "dependency: waits for " in out
+        code, out, _ = smq(capsys, "show", export)
+        assert code == 0
+        chain = out[out.index("Waits for") :].splitlines()[1:4]
+        assert [line.split() for line in chain] == [
+            [evaluate, "pending", "[afterok]"],
+            [running, "running", "[afterok]"],
+            [waiting, "pending", "[afterok]"],
+        ]
+        code, out, _ = smq(capsys, "status")
+        why = next(line for line in out.splitlines() if line.startswith(export))
+        assert "dependency: waits for" in why
+    finally:
+        for name in (export, evaluate):
+            main(["cancel", name])
+
+
+def test_submit_after_with_an_unknown_dependency_type_is_an_error(capsys, local_env, tmp_path):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(training_request("x", 1)))
+    with pytest.raises(SystemExit):
+        smq(capsys, "submit", str(path), "--after", "a", "--dependency", "afterany")
+    assert "invalid choice: 'afterany'" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from job_queue import tags
 from job_queue.limits import ran_for
 from job_queue.models import Action, JobState, Outcome
+from job_queue.scheduler import dependencies
 
 _HOLDING = ("InProgress", "Stopping")
 _STATUS_OF = {
@@ -151,12 +152,34 @@ def at_the_end(world) -> list[str]:
         total = job.max_total_runtime
         if total is not None and ran_for(job.attempts, world.clock()) > total:
             ended = JobState.FAILED  # its attempts ran longer in all than it allows
+        if job.dependency is not None:
+            ended = _dependency_end(world, name, job, ended)
+            found += _started_after_parents(world, name, job)
         if job.state not in (ended, JobState.COMPLETED):
             why = f" ({job.failure_reason})" if job.failure_reason else ""
             found.append(f"{name} ended {job.state}{why}, not {ended}")
         found += _attempts_as_sagemaker_saw(name, job, ran[name])
         found += _audit_trail(name, job)
     return found + _accounts_agree(world)
+
+
+def _dependency_end(world, name, job, ended: JobState) -> JobState:
+    """How a dependent job must end: cancelled if its parents ended so that its dependency
+    can never hold (the pure rule, over the parents' final states)."""
+    states = {p: (found.state if (found := world.store.get(p)) else None) for p in world.names}
+    settled = dependencies.settle([dependencies.Dependent(name, job.dependency)], states)
+    return JobState.CANCELLED if name in settled.doomed else ended
+
+
+def _started_after_parents(world, name, job) -> list[str]:
+    """A dependent job never starts before the parents it waits for have ended."""
+    if not job.attempts:
+        return []
+    parents = [world.store.get(p) for p in job.dependency.parents]
+    ends = [p.ended_at for p in parents if p is not None and p.ended_at is not None]
+    if len(ends) < len(parents) or job.attempts[0].started_at < max(ends):
+        return [f"{name} started before the jobs it depends on ({job.dependency}) ended"]
+    return []
 
 
 def _attempts_as_sagemaker_saw(name, job, ran) -> list[str]:

@@ -6,7 +6,8 @@ Between them they reach every crash site of the queue: submit, cancel and reprio
 each SageMaker event (started, completed, stopped after a preemption or a cancel, or past
 the job's max-preemptions, failed for capacity, failed with an internal error that is
 retried, a job started outside the queue and its end); a job failed at the head of its
-line past its HeadOfLineLimits, or stopped past its max-total-runtime; warm pools (kept, started on,
+line past its HeadOfLineLimits, or stopped past its max-total-runtime; jobs that depend on
+others (queued, joining the line, cancelled with their parent); warm pools (kept, started on,
 released, refused, expired, unclaimed); training plans; shares replaced at run time; an
 admin's drain and resume; and the sweep's repairs.
 """
@@ -161,6 +162,20 @@ def _is(event: dict, job_name: str, status: str) -> bool:
     detail = event.get("detail") or {}
     of = {detail.get("TrainingJobName"), (detail.get("Tags") or {}).get(tags.JOB)}
     return detail.get("TrainingJobStatus") == status and job_name in of
+
+
+def _after(name: str, depends_on: str, request: dict | None = None) -> dict:
+    """A job that waits for the queue jobs ``depends_on`` names (its depends-on tag)."""
+    request = request or job(name)
+    request["Tags"].append({"Key": tags.DEPENDS_ON, "Value": depends_on})
+    return request
+
+
+def _with_dependents(world: World) -> None:
+    """a and b run; c waits in line; d waits for c to complete, e for c to end at all."""
+    _running("a", "b", "c")(world)
+    world.submit(_after("d", "afterok:c"))
+    world.submit(_after("e", "after:c"))
 
 
 # -- acts --------------------------------------------------------------------------------
@@ -434,6 +449,36 @@ SCENARIOS = (
         _drain("vision"),
         lambda world: (world.submit(job("v", share="vision")), world.submit(job("n", share="nlp"))),
         {"shares": TEAMS, "strict_order": False},
+    ),
+    Scenario(
+        "a job that depends on a running one is submitted",
+        lambda world, kill: world.submit(_after("c", "afterok:a"), kill=kill),
+        _running("a"),
+    ),
+    Scenario(
+        "a job whose parent completed already is submitted, and starts at once",
+        lambda world, kill: world.submit(_after("c", "afterok:a"), kill=kill),
+        lambda world: (world.submit(job("a")), world.run_for(400)),
+    ),
+    Scenario(
+        "a job completes, and the job that depends on it joins the line and starts",
+        _event("a", "Completed"),
+        lambda world: (_running("a", "b")(world), world.submit(_after("c", "afterok:a"))),
+    ),
+    Scenario(
+        "a waiting parent is cancelled: its afterok child is cancelled, its after child joins",
+        _request("DELETE", "/jobs/c"),
+        _with_dependents,
+    ),
+    Scenario(
+        "with fair share, a job completes and its dependent joins its submitter's line",
+        _event("a", "Completed"),
+        lambda world: (
+            world.submit(_by("a", "alice")),
+            world.submit(_by("b", "bob")),
+            world.submit(_after("c", "afterok:a", _by("c", "alice"))),
+        ),
+        FAIR,
     ),
     Scenario(
         "with fair share, the first submission opens its submitter's line",

@@ -83,8 +83,9 @@ def run(seed: int) -> Schedule:
 
 
 def _play(world: World, rng: random.Random, shares: list[str], submitters=()) -> int:
-    """An hour of use: a job every few minutes (of one of ``submitters``, if any), some
-    cancelled or reprioritised, now and then a submission that overlaps the sweep."""
+    """An hour of use: a job every few minutes (of one of ``submitters``, if any; some
+    waiting for an earlier one), some cancelled or reprioritised, now and then a submission
+    that overlaps the sweep."""
     start, count = world.clock(), rng.randint(6, 12)
     times = sorted(rng.uniform(0, HOUR) for _ in range(count))
     for i, at in enumerate(times):
@@ -100,6 +101,10 @@ def _play(world: World, rng: random.Random, shares: list[str], submitters=()) ->
         if submitters:
             who = rng.choice(submitters)
             request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": who})
+        if i and rng.random() < 0.25:  # it waits for an earlier job (afterok mostly)
+            kind = rng.choice(("afterok", "afterok", "after", "afternotok"))
+            parent = f"job-{rng.randrange(i)}"
+            request["Tags"].append({"Key": tags.DEPENDS_ON, "Value": f"{kind}:{parent}"})
         if rng.random() < 0.2:
             world.names.add(name)
             event = api_event("POST", "/add-job", json.dumps(request))

@@ -249,3 +249,36 @@ def test_both_engines_retry_failures_and_cap_preemptions_alike():
     assert (flaky.retried, outcomes.count("failed"), outcomes[-1]) == (1, 1, "completed")
     fragile = next(j for j in fast.jobs if j.spec.name == "fragile-c")
     assert fragile.failure_reason == "preempted once, more than its max-preemptions (0) allows"
+
+
+CHAINS = """name,submit_s,duration_s,priority,instance_type,instance_count,failure_reason,after
+train-a,0,600,1,ml.p5.48xlarge,1,,
+prep-b,0,300,1,ml.p5.48xlarge,1,,
+eval-a,10,200,3,ml.p5.48xlarge,1,,afterok:train-a
+merge-ab,20,100,2,ml.p5.48xlarge,1,,afterok:eval-a;prep-b
+other-c,30,500,2,ml.p5.48xlarge,1,,
+buggy-d,40,100,1,ml.p5.48xlarge,1,AlgorithmError: exit 1,
+child-d,50,100,5,ml.p5.48xlarge,1,,afterok:buggy-d
+grandchild-d,60,100,5,ml.p5.48xlarge,1,,after:child-d
+cleanup-d,70,50,0,ml.p5.48xlarge,1,,afternotok:buggy-d
+"""
+
+
+def test_both_engines_settle_dependencies_alike():
+    """A chain, a fan-in, and a failure that cancels a child and releases what waits for
+    the child to end at all and the clean-up job."""
+    capacity = {"ml.p5.48xlarge": 2}
+    jobs = parse_workload(io.StringIO(CHAINS), capacity)
+    settings = SimSettings(capacity, stop_latency=30.0, start_latency=10.0)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    assert states["child-d"] == "cancelled"
+    assert states["grandchild-d"] == states["cleanup-d"] == "completed"
+    started = {d.job: d.time for d in real if d.action == "start"}
+    ended = {j.spec.name: j.end_s for j in fast.jobs}
+    assert started["eval-a"] >= ended["train-a"]
+    assert started["merge-ab"] >= max(ended["eval-a"], ended["prep-b"])

@@ -255,3 +255,39 @@ def test_the_sessions_share_is_the_share_of_jobs_without_one(shared_api, monkeyp
     name = train_without_waiting(training_job(source, session=session), "from-a-notebook")
     assert session.queue.job(name)["share"] == "language"
     session.queue.cancel(name)
+
+
+def test_a_job_that_depends_on_another_waits_for_it_and_gets_its_model(
+    queue, local_env, source, unique, said
+):
+    train, evaluate = unique("train"), unique("evaluate")
+    parent = queue.submit(training_job(source, run_seconds=2), job_name=train)
+    child = queue.submit(
+        training_job(source, run_seconds=1),
+        inputs=data_input(parent.output("model")),
+        job_name=evaluate,
+        depends_on=[parent],
+    )
+    waiting = child.describe()
+    if waiting["state"] == "pending":  # the parent may have ended already on a busy machine
+        assert waiting["waiting_for"]["code"] == "dependency"
+        queued = f"[queue] {evaluate}: queued until its dependency holds"
+        assert any(line.startswith(queued) for line in said), said
+    assert child.result()["status"] == "SUCCEEDED"
+    sagemaker = local_env.cloud.sagemaker_client
+    parent_job = sagemaker.describe_training_job(
+        TrainingJobName=parent.describe()["sagemaker_job_name"]
+    )
+    child_job = sagemaker.describe_training_job(
+        TrainingJobName=child.describe()["sagemaker_job_name"]
+    )
+    channel = child_job["InputDataConfig"][0]["DataSource"]["S3DataSource"]
+    assert channel["S3Uri"] == parent_job["ModelArtifacts"]["S3ModelArtifacts"]
+    assert child.describe()["first_started_at"] >= parent.describe()["ended_at"]
+
+
+def test_a_dependency_on_a_job_not_in_the_queue_is_refused(queue, source, unique):
+    with pytest.raises(QueueApiError, match=r"Tags\.depends-on must name jobs of this queue"):
+        queue.submit(training_job(source), job_name=unique("orphan"), depends_on="nobody-here")
+    with pytest.raises(ValueError, match="dependency type among after, afterok, afternotok"):
+        queue.submit(training_job(source), job_name=unique("x"), depends_on="a", dependency="any")

@@ -8,9 +8,11 @@ import pytest
 
 from job_queue.models import JobState
 from job_queue.scheduler import ActiveJob, Policy, WaitingJob, queue_order
+from job_queue.scheduler.dependencies import Dependency
 from job_queue.scheduler.forecast import (
     OVERDUE_S,
     STOP_S,
+    OutOfLine,
     RunHistory,
     expected_starts,
     within_horizon,
@@ -180,3 +182,63 @@ def test_a_job_read_waiting_that_the_snapshot_holds_as_running_is_played_once():
     expected = expected_starts(seen, queue, RunHistory({}), POLICY)
     assert expected["x"].at_latest == NOW + H
     assert expected["y"].at_latest == NOW + 2 * H
+
+
+def out_of_line(*jobs, **states):
+    """Jobs out of line for their dependency (job, depends-on text), and parents' states."""
+    entries = [(job, Dependency.parse(text)) for job, text in jobs]
+    return OutOfLine(entries, {name: JobState(state) for name, state in states.items()})
+
+
+@pytest.mark.parametrize(
+    ("title", "active", "queue", "dependents", "at_latest"),
+    [
+        (
+            "a chain of three: each link starts when the one before is bound to end",
+            [running("train", 0, 2)],
+            [],
+            out_of_line(
+                (waiting("evaluate", 2), "afterok:train"),
+                (waiting("export", 3), "afterok:evaluate"),
+            ),
+            {"evaluate": 2, "export": 3},
+        ),
+        (
+            "a child waits for its parent even with an instance free, and not behind later jobs",
+            [running("train", 0, 2)],
+            [waiting("later", 5, max_h=4)],
+            out_of_line((waiting("evaluate", 2), "afterok:train")),
+            {"later": 0, "evaluate": 2},
+        ),
+        (
+            "fan-in: the merge starts once the last parent is bound to end",
+            [running("short", 0, 1), running("long", 0, 3)],
+            [],
+            out_of_line((waiting("merge", 3), "afterok:short,long")),
+            {"merge": 3},
+        ),
+        (
+            "a parent that waits in line: the child starts after it has run",
+            [running("r1", 0, 1), running("r2", 0, 1)],
+            [waiting("train", 1, max_h=2)],
+            out_of_line((waiting("evaluate", 2), "afterok:train")),
+            {"train": 1, "evaluate": 3},
+        ),
+        (
+            "a failed parent: the afterok child never starts, the afternotok one at once",
+            [],
+            [],
+            out_of_line(
+                (waiting("evaluate", 2), "afterok:train"),
+                (waiting("cleanup", 3), "afternotok:train"),
+                train="failed",
+            ),
+            {"cleanup": 0},
+        ),
+    ],
+)
+def test_expected_start_of_jobs_that_wait_for_others(title, active, queue, dependents, at_latest):
+    seen = Snapshot(NOW, {P5: 2}, active)
+    expected = expected_starts(seen, queue, RunHistory({}), POLICY, dependents)
+    starts = {name: (e.at_latest - NOW) / H for name, e in expected.items()}
+    assert starts == at_latest, title

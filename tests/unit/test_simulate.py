@@ -205,6 +205,22 @@ BAD = [
         HEADER + ",max_total_runtime_s\na,0,1,0,ml.p5.48xlarge,1,0",
         "line 2, column max_total_runtime_s: must be a whole number of seconds above 0",
     ),
+    (
+        HEADER + ",after\na,0,1,0,ml.p5.48xlarge,1,afterok:b\nb,0,1,0,ml.p5.48xlarge,1,",
+        "line 2, column after: 'b' is not a job above it submitted no later than it",
+    ),
+    (
+        HEADER + ",after\na,5,1,0,ml.p5.48xlarge,1,\nb,0,1,0,ml.p5.48xlarge,1,after:a",
+        "line 3, column after: 'a' is not a job above it submitted no later than it",
+    ),
+    (
+        HEADER + ",after\na,0,1,0,ml.p5.48xlarge,1,afterany:x",
+        "line 2, column after: must have a dependency type among after, afterok, afternotok",
+    ),
+    (
+        HEADER + ",after\na,0,1,0,ml.p5.48xlarge,1,afterok:a",
+        "line 2, column after: must name other jobs than a itself",
+    ),
 ]
 
 
@@ -327,3 +343,20 @@ def test_a_job_is_stopped_once_its_attempts_ran_past_its_max_total_runtime():
         "ran 501 s in all, more than its max-total-runtime (500 s) allows"
     )
     assert capped["end_s"] == 601
+
+
+def test_a_chain_runs_link_after_link_and_a_failure_cancels_what_waits_on_it():
+    rows = (
+        "train,0,100,0,ml.p5.48xlarge,1,,\n"
+        "evaluate,0,50,0,ml.p5.48xlarge,1,,afterok:train\n"
+        "export,0,10,0,ml.p5.48xlarge,1,,afterok:evaluate\n"
+        "buggy,0,30,0,ml.p5.48xlarge,1,AlgorithmError: exit 1,\n"
+        "child,0,30,0,ml.p5.48xlarge,1,,afterok:buggy"
+    )
+    jobs = parse_workload(io.StringIO(f"{HEADER},failure_reason,after\n{rows}"), {P5: 2})
+    answer = report(simulate(jobs, SimSettings({P5: 2})))
+    got = by_name(answer)
+    assert got["evaluate"]["first_start_s"] == got["train"]["end_s"] == 100
+    assert got["export"]["first_start_s"] == 150
+    assert (got["child"]["state"], got["child"]["end_s"]) == ("cancelled", 30)
+    assert answer["metrics"]["cancelled"] == 1

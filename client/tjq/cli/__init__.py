@@ -14,6 +14,7 @@
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
     smq submit REQUEST.json [--priority N] [--share S] [--checkpoint on-stop|SECONDS]
+               [--after JOB[,JOB] [--dependency after|afterok|afternotok]]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
                   [--admin PATTERN ...] [--max-priority N] [--training-plan NAME=TYPE:N:S:E ...]
                   [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
@@ -36,6 +37,7 @@ import sys
 from collections.abc import Sequence
 
 from job_queue.models import MAX_PRIORITY
+from job_queue.scheduler.dependencies import DEFAULT_KIND, Kind
 from tjq.cli import arguments, config_command, local_command
 from tjq.cli import machine_commands as machine
 from tjq.cli import queue_commands as queue
@@ -179,6 +181,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="on-stop|SECONDS",
         help="set the job's checkpoint tag: how it saves its progress (on SIGTERM, or every "
         "SECONDS); the queue preempts the job that would lose least first",
+    )
+    submit.add_argument(
+        "--after",
+        metavar="JOB[,JOB]",
+        help="set the job's depends-on tag: the queue jobs it waits for (up to 20)",
+    )
+    submit.add_argument(
+        "--dependency",
+        choices=[kind.value for kind in Kind],
+        default=DEFAULT_KIND.value,
+        help="how it waits for them: when they end however (after), only if they all "
+        "complete (afterok, the default), only if none completes (afternotok)",
     )
     submit.set_defaults(run=queue.submit)
 

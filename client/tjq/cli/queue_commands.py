@@ -8,9 +8,10 @@ import sys
 import time
 
 from job_queue import tags
+from job_queue.scheduler.dependencies import Dependency
 from tjq.api import check_share
 from tjq.cli.common import client, fail, read_json, read_request, read_shares
-from tjq.errors import QueueClientError
+from tjq.errors import JobNotFound, QueueClientError
 
 
 def status(args) -> int:
@@ -209,7 +210,8 @@ def usage(args) -> int:
 
 
 def show(args) -> int:
-    job = client(args).job(args.name)
+    queue = client(args)
+    job = queue.job(args.name)
     if args.json:
         print(json.dumps(job, indent=2))
         return 0
@@ -246,6 +248,8 @@ def show(args) -> int:
             "max_preemptions",
             "total_runtime_seconds",
             "max_total_runtime_seconds",
+            "dependency",
+            "dependency_met_at",
             "failure_reason",
             "last_start_error",
             "waiting_for",
@@ -253,6 +257,8 @@ def show(args) -> int:
         if shown.get(key) not in (None, "")
     ]
     print(tabulate(fields, tablefmt="plain"))
+    if job.get("dependency"):
+        print("\nWaits for\n" + "\n".join(chain(queue, job)))
     if job["attempts"]:
         rows = [
             (
@@ -275,6 +281,28 @@ def show(args) -> int:
         headers = ("When", "What", "By", "Detail")
         print("\n" + tabulate(trail, headers=headers, disable_numparse=True))
     return 0
+
+
+def chain(queue, job: dict, depth: int = 1, seen: frozenset[str] = frozenset()) -> list[str]:
+    """The jobs ``job`` waits for, each with its state, and theirs below it, indented: the
+    chain it is the end of (a job reached twice, or gone from the queue, is named only)."""
+    kind, _, names = job["dependency"].partition(":")
+    lines = []
+    for name in names.split(","):
+        parent, state = None, "(above)"
+        if name not in seen:
+            try:
+                parent = queue.job(name)
+                state = parent["state"]
+            except JobNotFound:
+                state = "(no longer in the queue's records)"
+        lines.append(f"{'  ' * depth}{name}  {state}  [{kind}]")
+        if parent and parent.get("dependency") and depth < _CHAIN_DEPTH:
+            lines += chain(queue, parent, depth + 1, seen | {job["name"], name})
+    return lines
+
+
+_CHAIN_DEPTH = 10  # generations shown
 
 
 def _audit_detail(entry: dict) -> str:
@@ -308,6 +336,11 @@ def submit(args) -> int:
     # What the command line says wins over the file's tags.
     given = {tags.PRIORITY: args.priority, tags.SHARE: args.share}
     given[tags.CHECKPOINT] = args.checkpoint
+    if args.after:
+        try:
+            given[tags.DEPENDS_ON] = Dependency.of(args.dependency, args.after.split(","))
+        except ValueError as exc:
+            return fail(f"--after must {exc}")
     chosen = {k: str(v) for k, v in given.items() if v is not None}
     if chosen:
         request["Tags"] = tags.with_tags(request.get("Tags"), chosen, replace=True)

@@ -12,7 +12,8 @@ and behaves like the service on a simulated clock:
 * with ``containers`` (:mod:`tjq.local.emulated_container`, real time only), a job whose
   code the SDK uploaded runs its script instead: it ends when the script does, a stop sends
   the script SIGTERM, and its checkpoints go to and come from its CheckpointConfig;
-* names are unique forever (ResourceInUse), unknown names are a ValidationException;
+* names are unique forever (ResourceInUse), unknown names are a ValidationException, and
+  so is a tag value SageMaker refuses (a comma, over 256 characters);
 * an account quota per instance type (ResourceLimitExceeded beyond it), and faults to
   inject: refused or throttled creates, and jobs that fail for lack of capacity;
 * managed warm pools: a job with ``KeepAlivePeriodInSeconds`` that completes, is stopped or
@@ -59,6 +60,7 @@ from tjq.local.emulated_plans import TrainingPlans
 RUN_SECONDS_TAG = "simulated-run-seconds"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]*$")  # SageMaker's [\p{L}\p{Z}\p{N}_.:/=+\-@]*
 _HOLDING = ("InProgress", "Stopping")
 
 
@@ -171,6 +173,14 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
             raise SageMakerFault(
                 "ResourceInUse", f"Training job names must be unique; {name} already exists"
             )
+        for tag in request.get("Tags", []):
+            if not (_TAG_VALUE.match(tag.get("Value", "")) and len(tag.get("Value", "")) <= 256):
+                raise SageMakerFault(
+                    "ValidationException",
+                    f"Value '{tag.get('Value')}' at 'tags.{tag.get('Key')}.member.value' failed "
+                    "to satisfy constraint: Member must satisfy regular expression pattern: "
+                    r"^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$",
+                )
         demand = demand_of(request.get("ResourceConfig", {}))
         try:
             plan = emulated_plans.plan_of(request, self.plans, demand)

@@ -49,6 +49,7 @@ from job_queue.scheduler import (
 from job_queue.scheduler.fair_share import Usage
 from job_queue.scheduler.instances import free_and_releasing
 from job_queue.scheduler.snapshot import WarmPool
+from tjq.simulate.dependents import OutOfLine
 from tjq.simulate.records import (
     AttemptRecord,
     Decision,
@@ -128,6 +129,7 @@ class _Replay(WarmPools):
         ]
         fair = settings.policy.fair_share is not None
         self.queue = Waiting(self.waiting_view, self.capacity, fair)
+        self.out_of_line = OutOfLine(self.results)
         self.usage = Usage()  # fair share: the usage of attempts and pools that ended
         self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
         self.pool_records: list[PoolRecord] = []
@@ -156,7 +158,8 @@ class _Replay(WarmPools):
                 self._account_idle(now, time)
             now = time
             if kind == _SUBMITTED:
-                self._enqueue(index)
+                if not self.out_of_line.add(index):
+                    self._enqueue(index)
                 handled += 1
                 if self.progress and handled % 1000 == 0:
                     self.progress(handled, total)
@@ -174,7 +177,7 @@ class _Replay(WarmPools):
             elif not self._end_attempt(index, attempt, now):
                 continue  # a stale event: the attempt was stopped earlier
             self._schedule(now)
-            self.depth.append((now, len(self.queue)))
+            self.depth.append((now, len(self.queue) + len(self.out_of_line)))
         if self.progress:
             self.progress(total, total)
         self._expire_pools(math.inf)
@@ -268,6 +271,12 @@ class _Replay(WarmPools):
 
     def _schedule(self, now: float) -> None:
         self._now = now  # for _saved_at
+        ready, doomed = self.out_of_line.settle()  # the pass's first step, as the queue's
+        for index in ready:
+            self._enqueue(index)
+        for index, why in doomed.items():
+            result = self.results[index]
+            result.state, result.failure_reason, result.end_s = JobState.CANCELLED, why, now
         self._expire_pools(now)
         seen = Snapshot(
             now,

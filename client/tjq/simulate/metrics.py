@@ -8,6 +8,7 @@
 * idle_while_waiting = instance-seconds free while a waiting job would have fit in them;
 * with failures: ``failed`` (jobs that ended failed, each with its ``failure_reason``) and
   ``retried`` (failed attempts that RetryOnFailure requeued);
+* with dependencies: ``cancelled`` (jobs whose dependency could never hold);
 * with submitters named: ``by_submitter`` and ``fairness`` (:mod:`tjq.simulate.fairness`);
 * warm pools: ``warm_starts`` and ``cold_starts`` (attempts started on a pool or not),
   ``released_pools``, ``warm_pool_instance_s`` (instance-seconds held by idle pools: what
@@ -108,6 +109,9 @@ def report(result: SimResult) -> dict:
         # The queue's limits at work: jobs that failed (their own error, a retry rule used
         # up, a cap), and failed attempts a RetryOnFailure rule requeued.
         metrics.update(failed=len(failed), retried=sum(j.retried for j in result.jobs))
+    cancelled = [j for j in result.jobs if j.state is JobState.CANCELLED]
+    if cancelled:  # their dependency could never hold (a parent failed, or completed)
+        metrics["cancelled"] = len(cancelled)
     if result.settings.shares:
         metrics["by_share"] = _by_share(result, jobs, last - first)
     if any(job.spec.submitter for job in result.jobs):

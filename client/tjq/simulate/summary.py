@@ -34,6 +34,8 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
             rows, headers=("Priority", "Mean wait", "p95 wait", "Max wait"), disable_numparse=True
         )
     )
+    if "cancelled" in m:
+        lines.insert(2, f"{m['cancelled']} jobs cancelled: their dependency could never hold")
     if "failed" in m:
         lines.insert(
             2, f"{m['failed']} jobs failed; {m['retried']} failed attempts retried in place"

@@ -1,8 +1,8 @@
 """Workload CSVs: one job a row.
 
 Required columns: ``name,submit_s,duration_s,priority,instance_type,instance_count``.
-Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``, and for the
-queue's limits ``failure_reason,max_preemptions,max_total_runtime_s``.
+Optional: ``share,max_runtime_s,checkpoint_s,keep_alive_s,warm_key,submitter``, for the
+queue's limits ``failure_reason,max_preemptions,max_total_runtime_s``, and ``after``.
 
 * ``duration_s`` — running time the job needs to finish;
 * ``max_runtime_s`` — its StoppingCondition.MaxRuntimeInSeconds: an attempt that runs this
@@ -24,7 +24,9 @@ queue's limits ``failure_reason,max_preemptions,max_total_runtime_s``.
   ``RetryOnFailure`` rules decide, as the queue's do, whether it is requeued in its place
   (to run again from its last interval checkpoint, and finish) or ends failed;
 * ``max_preemptions`` / ``max_total_runtime_s`` — its ``max-preemptions`` and
-  ``max-total-runtime`` tags.
+  ``max-total-runtime`` tags;
+* ``after`` — the jobs it waits for, as its ``depends-on`` tag says it with semicolons
+  (``afterok:train;prep``): each must be a job of the workload submitted no later than it.
 
 Each row is admitted by the queue's own rules (:func:`job_queue.request.validate_submission`
 and :func:`job_queue.admission.admit`) on the CreateTrainingJob request it stands for, so a
@@ -47,6 +49,7 @@ from job_queue.errors import InvalidRequest
 from job_queue.models import Checkpointing
 from job_queue.request import validate_submission
 from job_queue.scheduler import Share, total_capacity
+from job_queue.scheduler.dependencies import Dependency
 from job_queue.scheduler.reservations import TrainingPlan
 
 REQUIRED = ("name", "submit_s", "duration_s", "priority", "instance_type", "instance_count")
@@ -60,6 +63,7 @@ OPTIONAL = (
     "failure_reason",
     "max_preemptions",
     "max_total_runtime_s",
+    "after",
 )
 REPLAY_ROLE = "arn:aws:iam::123456789012:role/replay"  # the replay's jobs run under one role
 # The column of each request field the queue's rules may refuse.
@@ -73,6 +77,7 @@ _COLUMNS = {
     f"Tags.{tags.SHARE}": "share",
     f"Tags.{tags.MAX_PREEMPTIONS}": "max_preemptions",
     f"Tags.{tags.MAX_TOTAL_RUNTIME}": "max_total_runtime_s",
+    f"Tags.{tags.DEPENDS_ON}": "after",
 }
 
 
@@ -98,6 +103,12 @@ class WorkloadJob:
     failure_reason: str | None = None  # its first attempt fails so, when it would finish
     max_preemptions: str | None = None  # its max-preemptions tag, as written
     max_total_runtime_s: str | None = None  # its max-total-runtime tag, as written
+    after: str | None = None  # its depends-on tag, as written
+
+    @property
+    def dependency(self) -> Dependency | None:
+        """The jobs it waits for, and how (the row was admitted: a valid tag)."""
+        return None if self.after is None else Dependency.parse(self.after)
 
     @property
     def preemption_cap(self) -> int | None:
@@ -110,10 +121,12 @@ class WorkloadJob:
         return tags.max_total_runtime(self.limit_tags())
 
     def limit_tags(self) -> list[dict]:
-        """Its max-preemptions and max-total-runtime tags, as its request carries them."""
+        """Its max-preemptions, max-total-runtime and depends-on tags, as its request carries
+        them."""
         given = {
             tags.MAX_PREEMPTIONS: self.max_preemptions,
             tags.MAX_TOTAL_RUNTIME: self.max_total_runtime_s,
+            tags.DEPENDS_ON: self.after,
         }
         return [{"Key": key, "Value": value} for key, value in given.items() if value]
 
@@ -209,10 +222,23 @@ def parse_workload(
                 f"line {line}, column name: {job.name!r} is already used on line {seen[job.name]}"
             )
         seen[job.name] = line
+        _parents_before(job, line, {j.name: j for j in jobs})
         jobs.append(job)
     if not jobs:
         raise WorkloadError("the workload has a header but no jobs")
     return jobs
+
+
+def _parents_before(job: WorkloadJob, line: int, earlier: Mapping[str, WorkloadJob]) -> None:
+    """A job's parents are jobs of the workload above it, submitted no later (as the queue
+    takes a dependency only on a job it has)."""
+    for parent in job.dependency.parents if job.dependency else ():
+        found = earlier.get(parent)
+        if found is None or found.submit_s > job.submit_s:
+            raise WorkloadError(
+                f"line {line}, column after: {parent!r} is not a job above it submitted no "
+                "later than it"
+            )
 
 
 def write_workload(path: str | Path, jobs: Iterable[WorkloadJob]) -> None:
@@ -284,6 +310,7 @@ def _job(row: dict, line: int) -> WorkloadJob:
         failure_reason=text("failure_reason") or None,
         max_preemptions=text("max_preemptions") or None,
         max_total_runtime_s=text("max_total_runtime_s") or None,
+        after=text("after") or None,
     )
 
 
