@@ -5,7 +5,7 @@ nobody while it waits."""
 
 import pytest
 from tjq.local.cloud import training_request
-from tjq.queue_log import read_events
+from tjq.queue_log import event_line, read_events
 
 from tests.conftest import P5
 from tests.integration.helpers import job, states
@@ -36,6 +36,11 @@ def test_a_chain_of_three_runs_in_order_without_anyone_watching(make_cloud):
     assert answer["job"]["waiting_for"]["code"] == "dependency"
     assert answer["job"]["waiting_for"]["jobs"] == ["train"]
     assert answer["job"]["dependency"] == "afterok:train"
+    assert answer["job"]["position"] is None  # out of line: no place yet
+    # Expected to start once train is bound to end (its MaxRuntimeInSeconds: a day).
+    train_started = job(cloud, "train")["first_started_at"]
+    expected = job(cloud, "export")["expected_start"]["at_latest"]
+    assert expected > job(cloud, "evaluate")["expected_start"]["at_latest"] > train_started
     # Two instances, one of them free: the dependent jobs wait all the same.
     assert states(cloud) == {"train": "running", "evaluate": "pending", "export": "pending"}
     cloud.advance(700)  # train completes; evaluate joins the line and starts
@@ -46,8 +51,11 @@ def test_a_chain_of_three_runs_in_order_without_anyone_watching(make_cloud):
     cloud.advance(700)
     assert set(state(cloud, "train", "evaluate", "export").values()) == {"completed"}
     events = list(read_events(cloud.logs, cloud.settings.queue_name))
-    met = [e["job"] for e in events if e.get("dependency")]
-    assert met == ["evaluate", "export"]
+    met = [event_line(e).split(" ", 1)[1] for e in events if e.get("dependency")]
+    assert met == [
+        "evaluate dependency met (afterok:train): in line",
+        "export dependency met (afterok:evaluate): in line",
+    ]
     history = [e["action"] for e in job(cloud, "export")["history"]]
     assert history == ["submitted", "dependency-met"]
 

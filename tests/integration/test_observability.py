@@ -131,3 +131,16 @@ def test_the_sweep_counts_jobs_blocked_past_their_limit_for_the_alarm(make_cloud
         counted.append(sum(sum(r.get("BlockedJobs", [])) for r in records if "_aws" in r))
     # The first sweep starts second's count; the third finds it past 60 s; raised once.
     assert counted == [0, 0, 1, 0]
+
+
+def test_the_sweep_counts_jobs_out_of_line_for_their_dependency(cloud, capsys):
+    submit(cloud, "train", 1)
+    request = training_request("evaluate", 1)
+    request["Tags"].append({"Key": "depends-on", "Value": "afterok:train"})
+    status, body = cloud.api("POST", "/add-job", request)
+    assert status == 201, body
+    capsys.readouterr()
+    cloud.sweep()
+    metrics = [r for r in _records(capsys.readouterr().out) if "_aws" in r]
+    by_reason = {k: v for r in metrics for k, v in r.items() if k.startswith("WaitingJobs.")}
+    assert by_reason == {"WaitingJobs.dependency": [1.0]}
