@@ -173,3 +173,19 @@ def test_a_bad_dependency_is_refused_naming_the_field_and_queues_nothing(
     assert status == 400
     assert body["message"].startswith(message), body["message"]
     assert set(states(cloud)) == {"train"}
+
+
+def test_a_job_out_of_line_can_be_reprioritised_and_cancelled(make_cloud):
+    cloud = make_cloud({P5: 1})
+    submit_after(cloud, "train")
+    submit_after(cloud, "evaluate", "afterok:train")
+    submit_after(cloud, "report", "afterok:train")
+    status, body = cloud.api("PUT", "/jobs/evaluate/priority", {"priority": 7})
+    assert (status, body["job"]["priority"]) == (200, 7)
+    assert body["job"]["waiting_for"]["code"] == "dependency"
+    status, _ = cloud.api("DELETE", "/jobs/report")
+    assert status == 200
+    assert {row["name"] for row in cloud.jobs()} == {"train", "evaluate"}
+    cloud.advance(700)
+    assert state(cloud, "evaluate", "report") == {"evaluate": "running", "report": "cancelled"}
+    assert job(cloud, "evaluate")["priority"] == 7
