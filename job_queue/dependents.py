@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger
 
 from job_queue import tags
 from job_queue.errors import InvalidRequest, StaleState
-from job_queue.models import Action, AuditEntry, JobState
+from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.queue_events import DependencyMet, StateChange
 from job_queue.report import Report
 from job_queue.scheduler.dependencies import (
@@ -42,15 +42,9 @@ class DependentJobs:
     def settle(self, held: Holders) -> Settled:
         """Settle every job out of line (none unless ``held`` notes a dependent job was ever
         queued): those whose dependency holds join the line, those it never can end."""
-        self.settled = Settled()
-        if not self._store.has_dependents(held):
-            return self.settled
-        dependents = [Dependent(job.name, on) for job, on in self._store.dependents()]
-        if not dependents:
-            return self.settled
-        out_of_line = {d.name for d in dependents}
-        parents = {p for d in dependents for p in d.dependency.parents} - out_of_line
-        self.settled = settle(dependents, self._store.states_of(parents) if parents else {})
+        read = self._read(held)
+        dependents = [Dependent(job.name, on) for job, on in read.jobs]
+        self.settled = settle(dependents, read.states) if dependents else Settled()
         now = self._clock()
         for name, reason in self.settled.doomed.items():
             self._cancel(name, reason, now)
@@ -75,18 +69,29 @@ class DependentJobs:
     def out_of_line(self, held: Holders) -> tuple[OutOfLine, dict[str, WaitingFor]]:
         """Every job out of line (with what it waits for, and its parents' states) and why
         each still waits: for views and expected starts (reads, writes nothing)."""
+        read = self._read(held)
+        names = {job.name for job, _ in read.jobs}
+        return read, {job.name: waiting_on(on, read.states, names) for job, on in read.jobs}
+
+    def _read(self, held: Holders) -> OutOfLine:
+        """The jobs out of line, and the states of their parents that are not (no reads in
+        a queue that never had a dependent job)."""
         if not self._store.has_dependents(held):
-            return OutOfLine(), {}
+            return OutOfLine()
         found = self._store.dependents()
         names = {job.name for job, _ in found}
-        states = self._store.states_of({p for _, on in found for p in on.parents} - names)
-        why = {job.name: waiting_on(on, states, names) for job, on in found}
-        return OutOfLine(found, states), why
+        parents = {p for _, on in found for p in on.parents} - names
+        return OutOfLine(found, self._store.states_of(parents) if parents else {})
+
+    def _still_out_of_line(self, name: str) -> Job | None:
+        """The job as it is now, if it still waits out of line (else it moved on)."""
+        job = self._store.get(name)
+        return job if job is not None and job.state.is_waiting and job.waits_on_parents else None
 
     def _cancel(self, name: str, reason: str, now: float) -> None:
-        job = self._store.get(name)
-        if job is None or not (job.state.is_waiting and job.waits_on_parents):
-            return  # moved on since it was read
+        job = self._still_out_of_line(name)
+        if job is None:
+            return
         audit = AuditEntry(now, Action.CANCELLED)  # by the queue
         try:
             self._store.end_waiting(job, now, audit, reason, state=JobState.CANCELLED)
@@ -96,8 +101,8 @@ class DependentJobs:
         logger.info(f"cancelled: {reason}", extra={"job": name})
 
     def _join(self, name: str, now: float) -> None:
-        job = self._store.get(name)
-        if job is None or not (job.state.is_waiting and job.waits_on_parents):
+        job = self._still_out_of_line(name)
+        if job is None:
             return
         audit = codecs.audit_value(AuditEntry(now, Action.DEPENDENCY_MET))
         try:

@@ -7,6 +7,7 @@ import pytest
 from tjq.local.cloud import training_request
 from tjq.queue_log import event_line, read_events
 
+from job_queue.scheduler import Share, Strategy
 from tests.conftest import P5
 from tests.integration.helpers import job, states
 
@@ -189,3 +190,17 @@ def test_a_job_out_of_line_can_be_reprioritised_and_cancelled(make_cloud):
     cloud.advance(700)
     assert state(cloud, "evaluate", "report") == {"evaluate": "running", "report": "cancelled"}
     assert job(cloud, "evaluate")["priority"] == 7
+
+
+def test_with_quota_shares_a_child_joins_its_shares_line(make_cloud):
+    teams = (
+        Share("vision", {P5: 1}, strategy=Strategy.LEND),
+        Share("nlp", {P5: 1}, strategy=Strategy.LEND),
+    )
+    cloud = make_cloud({}, shares=teams)
+    submit_after(cloud, "train", share="vision")
+    submit_after(cloud, "evaluate", "afterok:train", share="vision")
+    assert job(cloud, "evaluate")["waiting_for"]["code"] == "dependency"
+    cloud.advance(700)
+    evaluate = job(cloud, "evaluate")
+    assert (evaluate["state"], evaluate["share"]) == ("running", "vision")
