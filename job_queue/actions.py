@@ -352,11 +352,11 @@ class Actions:
         log = {"job": pool.job, "sagemaker_job": pool.name}
         try:
             match decision:
-                case lifecycle.ForgetPool(why):
+                case lifecycle.ForgetPool(why, billed_s):
                     if pool.claimed_by is None:
-                        self.store.release_pool(pool, self.clock())
+                        self.store.release_pool(pool, self.clock(), billed_s=billed_s)
                     else:
-                        self.store.drop_pool(pool)
+                        self.store.drop_pool(pool, billed_s)
                     logger.info(f"warm pool gone: {why}", extra=log)
                 case lifecycle.UnclaimPool(why):
                     self.store.unclaim_pool(pool)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
+from job_queue.costs import Prices, parse_prices
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import (
     FairShareError,
@@ -79,6 +80,7 @@ class Settings:
     checkpoint_s3_uri: str = ""
     fair_share_weights_text: str = ""  # FAIR_SHARE_WEIGHTS as deployed
     limits: Limits = field(default_factory=Limits)  # retries after failures, preemptions
+    prices: Prices = field(default_factory=Prices)  # what an instance-hour costs, by type
 
     def policy_in_effect(self, weights_text: str | None, over: str | None) -> Policy:
         """The policy, with fair-share weights set at run time (PUT /usage/weights) unless
@@ -136,7 +138,7 @@ class Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
         FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY,
-        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS, CHECKPOINT_S3_URI and
+        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS, CHECKPOINT_S3_URI, PRICES and
         FAIR_SHARE_HALF_LIFE_SECONDS, FAIR_SHARE_LOOKAHEAD_SECONDS, FAIR_SHARE_WEIGHTS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
@@ -200,6 +202,7 @@ class Settings:
             checkpoint_s3_uri=parse_checkpoint_uri(env.get("CHECKPOINT_S3_URI", "")),
             fair_share_weights_text=env.get("FAIR_SHARE_WEIGHTS", ""),
             limits=_limits(env),
+            prices=_prices(env),
         )
         both = sorted(uncapped & set(settings.capacity))
         if both:
@@ -384,6 +387,13 @@ def _limits(env: Mapping[str, str]) -> Limits:
         return Limits(rules, preemptions, parse_limits(env.get("HEAD_OF_LINE_LIMITS", "")))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _prices(env: Mapping[str, str]) -> Prices:
+    try:
+        return parse_prices(env.get("PRICES", ""))
+    except ValueError as exc:
+        raise ConfigError(f"PRICES: {exc}") from None
 
 
 def parse_seconds(variable: str, text: str) -> float:

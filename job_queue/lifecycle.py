@@ -148,9 +148,11 @@ class KeepPool:
 
 @dataclass(frozen=True)
 class ForgetPool:
-    """The warm pool is gone (reused, released, expired): its instances are not held by it."""
+    """The warm pool is gone (reused, released, expired): its instances are not held by it.
+    ``billed_s``: what SageMaker says it billed for the pool's idle time, if it said."""
 
     why: str
+    billed_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -312,8 +314,9 @@ def on_pool(
     """The job that left ``pool`` was described (None: SageMaker has no such job).
     ``start_over``: the start of the job that claimed the pool has returned."""
     if found is None or found.pool is not PoolStatus.AVAILABLE:
-        what = "SageMaker has no such job" if found is None else f"its pool is {found.pool}"
-        return ForgetPool(what)
+        if found is None:
+            return ForgetPool("SageMaker has no such job")
+        return ForgetPool(f"its pool is {found.pool}", found.pool_billed_s)
     if pool.claimed_by is None:
         return KeepPool("still available")
     if start_over or now - (pool.claimed_at or now) > START_GRACE_SECONDS:

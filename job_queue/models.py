@@ -173,6 +173,8 @@ class Job:
     history: tuple[AuditEntry, ...] = ()  # who did what, oldest first
     dependency: Dependency | None = None  # the queue jobs it waits for (its depends-on tag)
     dependency_met_at: float | None = None  # when they ended as it needs
+    claimed_at: float | None = None  # when its current attempt claimed its instances
+    stopping_since: float | None = None  # when a stop of its current attempt was asked for
 
     @property
     def waits_on_parents(self) -> bool:

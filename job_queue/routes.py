@@ -110,6 +110,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         return shares()
 
     def usage() -> Response:
+        query = app.current_event.query_string_parameters or {}
         viewed, held = service.usage()
         deployed = service.settings.fair_share_weights_text
         changed = set_in_effect(deployed, held.weights_text, held.weights_deployed)
@@ -117,6 +118,7 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
         answer["changed"] = (
             {"by": held.weights_changed_by, "at": iso(held.weights_changed_at)} if changed else None
         )
+        answer["report"] = service.usage_report(query, held)
         return _json(200, answer)
 
     @app.get("/usage")

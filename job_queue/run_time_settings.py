@@ -1,5 +1,6 @@
 """What admins change at run time and everyone may look at: the quota shares (GET and PUT
-/shares), fair share's usage and weights (GET /usage, PUT /usage/weights), and holds on the
+/shares), fair share's usage and weights and the usage ledger's report (GET /usage, PUT
+/usage/weights), and holds on the
 queue or a share (POST /queue/hold, /queue/drain, /queue/resume); and the training plans,
 read again at cold start and in the sweep. A part of
 :class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
@@ -7,6 +8,7 @@ read again at cold start and in the sweep. A part of
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
@@ -16,12 +18,14 @@ from job_queue.access import Caller
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
+from job_queue.ledger import held_now
 from job_queue.queue_events import HoldChanged
 from job_queue.retry import RETRIES, busy, until_settled
 from job_queue.scheduler.holds import HoldAction, HoldChange, changed
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import Holders
+from job_queue.usage_report import parse_window, usage_report
 
 if TYPE_CHECKING:
     from job_queue.config import Settings
@@ -57,6 +61,16 @@ class RunTimeSettings:
         the holders it was read from (who last set the weights)."""
         held = self.store.holders()
         return self.view(held), held
+
+    def usage_report(self, query: Mapping[str, str], held: Holders) -> dict:
+        """The usage ledger's report over the window ``query`` asks for (GET /usage's
+        since, until, by), counting what holds instances now (``held``) so far."""
+        now = self.clock()
+        layout = self.layout(held)
+        window = parse_window(query, now, "share" if layout.shares else "submitter")
+        jobs = [job for active in held.jobs if (job := self.store.get(active.name))]
+        records = [*self.store.usage_records(window.since), *held_now(jobs, held.pools, now)]
+        return usage_report(records, window, self.settings.prices, layout.plans)
 
     def set_weights(self, value: object, caller: Caller) -> None:
         """Replace the fair-share weights without a deployment (admins only), then

@@ -113,6 +113,8 @@ class TrainingJobStatus:
     ended_at: float | None = None  # TrainingEndTime
     pool: PoolStatus | None = None  # WarmPoolStatus.Status: None without a pool
     pool_reused_by: str | None = None  # WarmPoolStatus.ReusedByJob
+    # WarmPoolStatus.ResourceRetainedBillableTimeInSeconds: what its idle pool was billed.
+    pool_billed_s: float | None = None
     model_artifacts: str | None = None  # ModelArtifacts.S3ModelArtifacts, once it completed
 
 
@@ -190,6 +192,7 @@ class SageMakerGateway:
             ended_at=ended.timestamp() if ended is not None else None,
             pool=_parse(PoolStatus, warm.get("Status")),
             pool_reused_by=warm.get("ReusedByJob"),
+            pool_billed_s=_optional_float(warm.get("ResourceRetainedBillableTimeInSeconds")),
             model_artifacts=(found.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
         )
 
@@ -299,3 +302,7 @@ def state_change_pattern(queue_name: str) -> dict:
             "Tags": {tags.QUEUE: [queue_name]},
         },
     }
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)

@@ -121,10 +121,17 @@ class QueueClient:
         """GET /shares: the quota shares, their use per instance type, their waiting jobs."""
         return self._call("GET", "/shares")
 
-    def usage(self) -> dict:
-        """GET /usage: fair share's usage, weight and standing per submitter, and who is
-        next."""
-        return self._call("GET", "/usage")
+    def usage(
+        self, since: str | None = None, until: str | None = None, by: str | None = None
+    ) -> dict:
+        """GET /usage: the usage ledger's report (``report``: instance-hours by phase, cost,
+        jobs, preemptions, per submitter, share, type or job, over ``since``..``until``: ISO
+        8601 times or ``30d``, ``12h`` before now), and fair share's usage, weight and
+        standing per submitter, and who is next."""
+        query = urlencode(
+            {k: v for k, v in {"since": since, "until": until, "by": by}.items() if v}
+        )
+        return self._call("GET", "/usage" + (f"?{query}" if query else ""))
 
     def set_weights(self, weights: dict) -> dict:
         """PUT /usage/weights: replace the fair-share weights (admins), answered as usage()."""

@@ -266,6 +266,8 @@ def job_item(job: Job) -> dict:
         "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
         "depends_on": None if job.dependency is None else str(job.dependency),
         "dependency_met_at": job.dependency_met_at,
+        "claimed_at": job.claimed_at,
+        "stopping_since": job.stopping_since,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     item["history"] = [audit_value(entry) for entry in job.history]
@@ -297,6 +299,8 @@ def job_from_item(item: Mapping) -> Job:
         checkpoint=_job_checkpoint(item),
         dependency=Dependency.parse(item["depends_on"]) if "depends_on" in item else None,
         dependency_met_at=_optional_float(item.get("dependency_met_at")),
+        claimed_at=_optional_float(item.get("claimed_at")),
+        stopping_since=_optional_float(item.get("stopping_since")),
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from botocore.exceptions import ClientError
 
+from job_queue import ledger
 from job_queue.errors import Contended, JobConflict, StaleState
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.retry import RETRIES
@@ -22,6 +23,7 @@ from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
 from job_queue.store.dependency_writes import DependencyWrites
 from job_queue.store.hold_writes import HoldWrites
+from job_queue.store.ledger_writes import LedgerWrites
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
 from job_queue.store.pool_writes import IDLE_POOL, PoolWrites
@@ -44,6 +46,7 @@ class DynamoJobStore(
     LineKeeping,
     BulkLoading,
     DependencyWrites,
+    LedgerWrites,
 ):
     """Reads and conditional writes of the queue table.
 
@@ -112,8 +115,13 @@ class DynamoJobStore(
         holders = "SET active.#name = :entry, version = :next"
         condition = "version = :version"
         names = {"#name": job.name}
-        sets = ["#state = :starting", "attempt_name = :an", "updated_at = :now"]
-        removes = []
+        sets = [
+            "#state = :starting",
+            "attempt_name = :an",
+            "updated_at = :now",
+            "claimed_at = :now",
+        ]
+        removes = ["stopping_since"]
         for attribute, value in (("warm_pool", warm and warm.name), ("training_plan", plan)):
             if value is None:
                 removes.append(attribute)
@@ -188,7 +196,11 @@ class DynamoJobStore(
             ":an": job.attempt_name,
             ":now": now,
         }
-        expression = "SET #state = :to, updated_at = :now"
+        # The first stop asked for ends the attempt's running (a cancel may follow a preemption).
+        expression = (
+            "SET #state = :to, updated_at = :now, "
+            "stopping_since = if_not_exists(stopping_since, :now)"
+        )
         if audit is not None:
             clause, audit_values = table.append_history(codecs.audit_value(audit))
             expression += ", " + clause
@@ -247,7 +259,8 @@ class DynamoJobStore(
                 fields,
                 "#state = :expected_state AND attempt_name = :expected_an",
                 {":expected_state": job.state.value, ":expected_an": job.attempt_name},
-                remove=("preempted_by",) if to_state.is_waiting else (),
+                remove=("claimed_at", "stopping_since")
+                + (("preempted_by",) if to_state.is_waiting else ()),
             ),
             table.update(
                 POOL_KEY,
@@ -261,7 +274,12 @@ class DynamoJobStore(
         if waiting is not None:
             actions.append(table.put(codecs.waiting_item(waiting)))
             line = {line_of(waiting): 1}
-        self._transact(*actions, *self._accounts(line, self._attempt_usage(job, changes, now)))
+        held = ledger.attempt_record(job, changes.get("attempts") or job.attempts, now)
+        self._transact(
+            *actions,
+            *self._accounts(line, self._attempt_usage(job, changes, now)),
+            *self._ledger(held),
+        )
 
     # -- jobs started outside the queue -------------------------------------------------------
 

@@ -4,6 +4,7 @@ item, with fair share's charge for the pool's idle time where it ends."""
 
 from __future__ import annotations
 
+from job_queue.ledger import pool_record
 from job_queue.models import AuditEntry
 from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store import codecs, table
@@ -17,14 +18,22 @@ class PoolWrites:
     """The warm-pool writes of :class:`~job_queue.store.DynamoJobStore` (a mixin: it uses
     the store's ``_transact`` and fair-share charges)."""
 
-    def release_pool(self, pool: WarmPool, now: float, audit: AuditEntry | None = None) -> None:
+    def release_pool(
+        self,
+        pool: WarmPool,
+        now: float,
+        audit: AuditEntry | None = None,
+        billed_s: float | None = None,
+    ) -> None:
         """An idle pool was released (or SageMaker ended it): its instances are free. No
         version bump: a pass that still counts them only starts less; one that plans to start
         a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
-        added to the trail of the job that left the pool, in the same transaction."""
+        added to the trail of the job that left the pool, in the same transaction;
+        ``billed_s``: what SageMaker says it billed for the pool, for the ledger."""
         writes = [
             table.update(POOL_KEY, "REMOVE pools.#pool", IDLE_POOL, {}, {"#pool": pool.name}),
             *self._accounts({}, self._pool_usage(pool, min(now, pool.expires_at))),
+            *self._ledger(pool_record(pool, now, billed_s)),
         ]
         if audit is not None:
             clause, values = table.append_history(codecs.audit_value(audit))
@@ -35,7 +44,7 @@ class PoolWrites:
             )
         self._transact(*writes)
 
-    def drop_pool(self, pool: WarmPool) -> None:
+    def drop_pool(self, pool: WarmPool, billed_s: float | None = None) -> None:
         """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
         moved it) or SageMaker ended it. Its instances were counted by the claimer (its idle
         time until the claim is charged now)."""
@@ -49,6 +58,7 @@ class PoolWrites:
                 {"#pool": pool.name},
             ),
             *self._accounts({}, self._pool_usage(pool, until)),
+            *self._ledger(pool_record(pool, until, billed_s)),
         )
 
     def unclaim_pool(self, pool: WarmPool) -> None:

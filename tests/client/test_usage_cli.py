@@ -1,5 +1,7 @@
 """`smq usage`: fair share's view from the shell, against a local API with fair share on."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -60,3 +62,46 @@ def test_an_admin_applies_weights_from_a_file(fair_api, monkeypatch, capsys, tmp
     weights.write_text('{"project-x": -1}')
     assert main(["usage", "apply", str(weights)]) == 1
     assert "the weight of project-x must be more than 0" in capsys.readouterr().err
+
+
+def test_usage_reports_who_held_the_instances_as_a_table_csv_and_a_plot(
+    fair_api, monkeypatch, capsys, tmp_path
+):
+    for name, value in fair_api.environment().items():
+        monkeypatch.setenv(name, value)
+    client = QueueClient.from_environment()
+    client.submit(training_request("ledger-run", 1))
+    holder = next(j["name"] for j in client.jobs()["jobs"] if j["state"] == "running")
+
+    assert main(["usage", "--by", "job", "--since", "1d"]) == 0
+    out = capsys.readouterr().out
+    assert "usage from " in out and ", by job (instance-hours;" in out
+    header = out.splitlines()[2]
+    assert "billable (instance-h)" in header and "cost ($)" in header and "preempted" in header
+    assert any(line.startswith(f"{holder} ") for line in out.splitlines())
+    assert any(line.startswith("total ") for line in out.splitlines())
+    assert "fair share by recent use" in out  # fair share's section follows
+
+    assert main(["usage", "--by", "job", "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    row = next(r for r in rows if r["job"] == holder)
+    assert int(row["attempts"]) == 1 and int(row["preemptions"]) == 0
+    assert float(row["running_instance_hours"]) >= 0.0
+    assert "total" not in {r["job"] for r in rows}
+
+    picture = tmp_path / "usage.png"
+    assert main(["usage", "--by", "submitter", "--plot", str(picture)]) == 0
+    assert f"wrote {picture}" in capsys.readouterr().out
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_usage_asked_for_a_window_it_cannot_read_says_which_option(fair_api, monkeypatch, capsys):
+    for name, value in fair_api.environment().items():
+        monkeypatch.setenv(name, value)
+    assert main(["usage", "--since", "yesterday"]) == 1
+    assert "since must be an ISO 8601 time" in capsys.readouterr().err
+    assert main(["usage", "--since", "2026-11-02", "--until", "2026-11-01"]) == 1
+    assert "since must be before until" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["usage", "--by", "team"])
+    assert "invalid choice: 'team'" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from job_queue import tags
+from job_queue.ledger import NOT_STARTED
 from job_queue.limits import ran_for
 from job_queue.models import Action, JobState, Outcome
 from job_queue.scheduler import dependencies
@@ -160,7 +161,34 @@ def at_the_end(world) -> list[str]:
             found.append(f"{name} ended {job.state}{why}, not {ended}")
         found += _attempts_as_sagemaker_saw(name, job, ran[name])
         found += _audit_trail(name, job)
-    return found + _accounts_agree(world)
+    return found + _accounts_agree(world) + _ledger_as_sagemaker_billed(world, ran)
+
+
+def _ledger_as_sagemaker_billed(world, ran) -> list[str]:
+    """The usage ledger has one record per ended attempt, ended as the attempt did and
+    covering the whole time SageMaker ran it (give or take the containers' clock skew), and
+    at most one per warm pool."""
+    found, of = [], defaultdict(list)
+    for record in world.store.usage_records(0.0):
+        of["pool" if record.pool else "attempt", record.name].append(record)
+    found += [
+        f"the ledger has {len(kept)} records of the warm pool of {name}"
+        for (kind, name), kept in of.items()
+        if kind == "pool" and len(kept) > 1
+    ]
+    skew = world.max_skew_s + 1.0  # every container's clock, to the second
+    for emulated in (j for jobs in ran.values() for j in jobs if j.ended_at is not None):
+        ended = [r for r in of["attempt", emulated.name] if r.outcome != NOT_STARTED]
+        if len(ended) != 1:
+            found.append(f"the ledger has {len(ended)} records of the attempt {emulated.name}")
+            continue
+        start, end = ended[0].started_at, ended[0].ended_at
+        if start > emulated.created_at + skew or end < emulated.ended_at - skew:
+            found.append(
+                f"the ledger's record of {emulated.name} ({start:.0f} to {end:.0f}) misses "
+                f"SageMaker's {emulated.created_at:.0f} to {emulated.ended_at:.0f}"
+            )
+    return found
 
 
 def _dependency_end(world, name, job, ended: JobState) -> JobState:

@@ -90,6 +90,7 @@ class World:
         )
         self.event_faults = events
         self.skew_s = skew_s
+        self.max_skew_s = skew_s  # what the ledger's times may be off by, at most
         self.strict_order = strict_order
         self.names: set[str] = set()  # every job a user submitted, answered or not
         self.accepted: set[str] = set()  # submissions the API answered 200 or 201

@@ -6,7 +6,9 @@
     smq shares [--json]              quota shares: limit, in use, borrowed, lent, waiting
     smq shares apply SHARES.json     replace the quota shares (no deployment needed)
     smq shares check SHARES.json [--max-priority N]  validate a shares file (before deploying)
-    smq usage [--json]               fair share: each submitter's recent use, and who is next
+    smq usage [--since 30d] [--by share] [--csv|--json] [--plot usage.png]
+                                     who held the instances, in which phase, what it cost;
+                                     fair share's recent use, and who is next
     smq usage apply WEIGHTS.json     replace the fair-share weights (admins; no deployment)
     smq queue hold|drain|resume [--share S]  stop starting jobs / also stop the running ones
                                      (requeued) / start again (admins)
@@ -136,13 +138,27 @@ def _parser() -> argparse.ArgumentParser:
     shares.set_defaults(run=queue.shares)
 
     usage = commands.add_parser(
-        "usage", parents=[api], help="fair share: who used what lately, and who is next"
+        "usage",
+        parents=[api],
+        help="who used the instances, what it cost; fair share's standing",
     )
     usage.add_argument(
         "action", nargs="?", choices=["apply"], help="apply: replace the weights (admins)"
     )
     usage.add_argument("file", nargs="?", help='the weights file, such as {"project-x": 2}')
-    usage.add_argument("--json", action="store_true", help="print the API's JSON")
+    usage.add_argument("--since", help="from: an ISO 8601 time or 30d, 12h before now (30d)")
+    usage.add_argument("--until", help="to: an ISO 8601 time or 1d before now (now)")
+    usage.add_argument(
+        "--by",
+        choices=["submitter", "share", "type", "job"],
+        help="one row per submitter, share, instance type or job (share, with shares)",
+    )
+    output = usage.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print the API's JSON")
+    output.add_argument("--csv", action="store_true", help="print the report's rows as CSV")
+    usage.add_argument(
+        "--plot", metavar="FILE.png", help="also draw billable instance-hours per day"
+    )
     usage.set_defaults(run=queue.usage)
 
     held = commands.add_parser(

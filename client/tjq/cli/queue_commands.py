@@ -174,13 +174,35 @@ def usage(args) -> int:
     if args.action and not args.file:
         return fail('smq usage apply needs a weights file (a JSON object: {"project-x": 2})')
     api = client(args)
-    answer = api.set_weights(read_json(args.file)) if args.action else api.usage()
+    if args.action:
+        answer = api.set_weights(read_json(args.file))
+    else:
+        answer = api.usage(args.since, args.until, args.by)
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
+    from tjq import usage_table
+
+    if args.csv:
+        print(usage_table.report_csv(answer["report"]), end="")
+        return 0
+    if args.plot:
+        try:
+            usage_table.plot_days(answer["report"], args.plot)
+        except ImportError:
+            return fail("--plot needs matplotlib: pip install 'training-job-queue[plot]'")
+    print(usage_table.report_text(answer["report"]))
+    if args.plot:
+        print(f"\nwrote {args.plot}")
+    print()
     if answer["fair_share"] is None:
         print(answer["note"])
         return 0
+    _fair_share_text(answer)
+    return 0
+
+
+def _fair_share_text(answer: dict) -> None:
     from tabulate import tabulate
 
     columns = {
@@ -206,7 +228,6 @@ def usage(args) -> int:
         print(f"\n{answer['next']['why']}")
     if answer.get("changed"):
         print(f"weights set by {answer['changed']['by']} at {answer['changed']['at']}")
-    return 0
 
 
 def show(args) -> int:

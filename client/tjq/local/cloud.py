@@ -18,6 +18,7 @@ from moto.events.models import EventPattern
 
 from job_queue import checkpoints, tags
 from job_queue.config import Settings, split_capacity
+from job_queue.costs import Prices
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.limits import DEFAULT_LIMITS, Limits
 from job_queue.models import MAX_PRIORITY
@@ -120,6 +121,7 @@ class LocalCloud:
         training_plans: Sequence[str] = (),
         checkpoint_s3_uri: str = "",
         limits: Limits = DEFAULT_LIMITS,
+        prices: Prices | None = None,
         run_scripts: bool = False,
         wrap_client: Callable[[str, object], object] | None = None,
     ) -> None:
@@ -155,6 +157,7 @@ class LocalCloud:
             max_priority=max_priority,
             checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
             limits=limits,
+            prices=prices or Prices(),
         )
         self._run_scripts = run_scripts
         self._wrap = wrap_client or (lambda _service, client: client)

@@ -38,6 +38,7 @@ class EmulatedJob:
     pool: str | None = None  # WarmPoolStatus.Status
     pool_expires_at: float | None = None
     reused_by: str | None = None  # the job its pool moved to
+    reused_at: float | None = None  # when it moved: its pool's billing ended
     warm_from: str | None = None  # the job whose pool it started on
     plan: str | None = None  # the training plan it runs on (ResourceConfig.TrainingPlanArn)
     pending: bool = False  # waiting for its plan's capacity: InProgress, holding nothing

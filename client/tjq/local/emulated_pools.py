@@ -54,6 +54,7 @@ def status(job, now: float) -> dict:
     retained = 0.0
     if job.ended_at is not None and job.pool != IN_USE:
         until = now if job.pool == AVAILABLE else min(job.pool_expires_at or now, now)
+        until = min(until, job.reused_at) if job.reused_at is not None else until
         retained = max(0.0, until - job.ended_at)
     return {
         "Status": job.pool,

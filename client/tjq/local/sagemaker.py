@@ -213,7 +213,7 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
             plan=plan.arn if plan else None,
         )
         if pool is not None:
-            pool.pool, pool.reused_by = pools.REUSED, name
+            pool.pool, pool.reused_by, pool.reused_at = pools.REUSED, name, now
             job.pool, job.warm_from = pools.IN_USE, pool.name
         if self._job_failures:
             reason, after = self._job_failures.popleft()

@@ -1,0 +1,113 @@
+"""`smq usage`'s view of the usage ledger's report (GET /usage's ``report``): a table, CSV
+rows, and a picture of the billable instance-hours per day."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+# The report's fields, as the table and the CSV header name them.
+PHASES = {
+    "running": "running",
+    "stopping": "stopping",
+    "pool_idle": "pool idle",
+    "provisioning": "provisioning",
+}
+COUNTS = {
+    "cost_usd": "cost ($)",
+    "jobs": "jobs",
+    "attempts": "attempts",
+    "preemptions": "preempted",
+    "work_lost_instance_hours": "work lost (h)",
+    "warm_starts": "warm starts",
+}
+
+
+def report_text(report: dict) -> str:
+    """The report as a table: one row per group, most billed first, then the total."""
+    from tabulate import tabulate
+
+    by = report["by"]
+    headers = [by, "billable (instance-h)", *PHASES.values(), *COUNTS.values()]
+    rows = [_cells(row[by], row) for row in report["rows"]]
+    title = (
+        f"usage from {report['since']} to {report['until']}, by {by} "
+        "(instance-hours; billable: running, stopping and idle warm pools)"
+    )
+    if not rows:
+        return f"{title}\n\nnothing held instances in this window"
+    table = tabulate([*rows, _cells("total", report["total"])], headers, floatfmt="g")
+    lines = [title, "", table]
+    if report["unpriced_types"]:
+        types = ", ".join(report["unpriced_types"])
+        lines.append(f"\nno price for {types}: counted at $0 (set the Prices parameter)")
+    return "\n".join(lines)
+
+
+def report_csv(report: dict) -> str:
+    """The report's rows as CSV (no total), hours by phase and counts as numbers."""
+    by = report["by"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            by,
+            "billable_instance_hours",
+            *(f"{phase}_instance_hours" for phase in PHASES),
+            *COUNTS,
+            "pool_billed_instance_hours",
+        ]
+    )
+    for row in report["rows"]:
+        hours = row["instance_hours"]
+        writer.writerow(
+            [
+                row[by],
+                row["billable_instance_hours"],
+                *(hours[phase] for phase in PHASES),
+                *(row[key] for key in COUNTS),
+                row["pool_billed_instance_hours"],
+            ]
+        )
+    return out.getvalue()
+
+
+def plot_days(report: dict, path: str) -> None:
+    """A PNG at ``path``: billable instance-hours per UTC day, stacked by group."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    days = [entry["day"] for entry in report["days"]]
+    groups = [row[report["by"]] for row in report["rows"]]
+    figure, axes = plt.subplots(figsize=(max(6.0, 0.35 * len(days) + 3), 4))
+    bottom = [0.0] * len(days)
+    colours = matplotlib.colormaps["tab20"].resampled(max(len(groups), 2))
+    for index, group in enumerate(groups):
+        hours = [entry.get(group, 0.0) for entry in report["days"]]
+        axes.bar(days, hours, bottom=bottom, label=_short(group), color=colours(index))
+        bottom = [b + h for b, h in zip(bottom, hours, strict=True)]
+    axes.set_ylabel("billable instance-hours")
+    axes.set_title(f"usage by {report['by']}, {report['since'][:10]} to {report['until'][:10]}")
+    axes.tick_params(axis="x", labelrotation=60, labelsize=8)
+    if groups:
+        axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _cells(name: str, row: dict) -> list:
+    hours = row["instance_hours"]
+    return [
+        _short(name),
+        row["billable_instance_hours"],
+        *(hours[phase] for phase in PHASES),
+        *(row[key] for key in COUNTS),
+    ]
+
+
+def _short(name: str) -> str:
+    """A submitter's ARN as its last part (user/alice, assumed-role/ml/alice)."""
+    return name.split(":", 5)[-1] if name.startswith("arn:") else name

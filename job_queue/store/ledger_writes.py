@@ -1,0 +1,84 @@
+"""The usage ledger in the table: one ``USAGE`` item per ended attempt and per ended warm
+pool (:mod:`job_queue.ledger`), Put inside the transaction that ends it, so that a record
+exists exactly when its end was written. Sorted by when it ended, so that a report reads
+one range of one partition, never the jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from job_queue.ledger import Phase, Span, UsageRecord
+from job_queue.store import table
+
+USAGE_PK = "USAGE"
+# Records outlive the jobs (FINISHED_RETENTION_DAYS): a year of reports, and a month more.
+RECORD_RETENTION_S = 400 * 86400
+
+
+def usage_sort_key(at: float) -> str:
+    """The sort key prefix of a record that ended at ``at``: in order of ending."""
+    return f"{int(at):011d}"
+
+
+def usage_item(record: UsageRecord) -> dict:
+    item = {
+        "pk": USAGE_PK,
+        # An attempt and the pool it left may end in the same second: their keys differ.
+        "sk": f"{usage_sort_key(record.ended_at)}#{record.name}{'#pool' if record.pool else ''}",
+        "name": record.name,
+        "job": record.job,
+        "demand": dict(record.demand),
+        "spans": [[s.phase.value, s.start, s.end] for s in record.spans],
+        "lost_s": record.lost_s,
+        table.TTL_ATTRIBUTE: int(record.ended_at + RECORD_RETENTION_S),
+    }
+    optional = {
+        "submitter": record.submitter,
+        "share": record.share,
+        "plan": record.plan,
+        "pool": record.pool or None,
+        "outcome": record.outcome,
+        "warm_start": record.warm_start or None,
+        "billed_s": record.billed_s,
+    }
+    item.update({k: v for k, v in optional.items() if v is not None})
+    return item
+
+
+def record_from_item(item: Mapping) -> UsageRecord:
+    return UsageRecord(
+        name=item["name"],
+        job=item["job"],
+        demand={t: int(n) for t, n in item["demand"].items()},
+        spans=tuple(Span(Phase(p), float(a), float(b)) for p, a, b in item["spans"]),
+        submitter=item.get("submitter"),
+        share=item.get("share"),
+        plan=item.get("plan"),
+        pool=bool(item.get("pool")),
+        outcome=item.get("outcome"),
+        lost_s=float(item.get("lost_s", 0)),
+        warm_start=bool(item.get("warm_start")),
+        billed_s=float(item["billed_s"]) if "billed_s" in item else None,
+    )
+
+
+class LedgerWrites:
+    """The ledger's part of :class:`~job_queue.store.DynamoJobStore` (a mixin): the Put
+    that goes into an ending transaction, and the one read a report makes."""
+
+    def _ledger(self, *records: UsageRecord | None) -> list[dict]:
+        """The Put actions of ``records`` (None, or no time and no bill: nothing was held)."""
+        return [
+            table.put(usage_item(r))
+            for r in records
+            if r is not None and (r.spans or r.billed_s is not None)
+        ]
+
+    def usage_records(self, ended_after: float) -> list[UsageRecord]:
+        """Every record of what ended after ``ended_after`` (one Query, paged)."""
+        query = {
+            "KeyConditionExpression": "pk = :pk AND sk >= :from",
+            "ExpressionAttributeValues": {":pk": USAGE_PK, ":from": usage_sort_key(ended_after)},
+        }
+        pages = self._pages(query)
+        return [record_from_item(table.de(item)) for page in pages for item in page["Items"]]
