@@ -41,6 +41,7 @@ def calls() -> dict:
             return call
 
         cloud.api("GET", "/jobs")  # the queue's first request creates its holders' item
+        cloud.sweep()  # and its first sweep marks the month its usage reports start from
         results = {
             "submit, starts at once": counted(
                 api("POST", "/add-job", training_request("first", 9, run_seconds=600))

@@ -17,6 +17,7 @@ import random
 import statistics
 from dataclasses import replace
 
+from billing import BILLED_HEADERS, BILLED_NOTE, billed, billed_cells
 from quality import HERE
 from tabulate import tabulate
 from tjq.simulate.baselines import blog_decision
@@ -143,7 +144,8 @@ def warm_pools() -> dict:
         settings = replace(base, keep_alive_s=keep_alive, policy=policy, shares=shared, plans=plans)
         counted = WantedReleases() if decide is None else None
         replayed = teams if shared else jobs
-        answer = report(simulate(replayed, settings, decide=decide or counted))
+        replay = simulate(replayed, settings, decide=decide or counted)
+        answer = report(replay)
         metrics = answer["metrics"]
         by_key: dict[str, list[float]] = {}
         for row, job in zip(answer["jobs"], jobs, strict=True):
@@ -153,6 +155,7 @@ def warm_pools() -> dict:
             **{key: metrics[key] for key in REPORTED},
             "released_pools_a_head_job_matched": None if counted is None else counted.count,
             "mean_jct_s": metrics["jct_s"]["mean"],
+            "billed": billed(replay),
             "wait_s_by_configuration": {
                 key: {"mean": statistics.fmean(waits), "max": max(waits)}
                 for key, waits in sorted(by_key.items(), key=lambda item: int(item[0][5:]))
@@ -197,6 +200,7 @@ def warm_pools_table(result: dict) -> str:
                 f"{run['refused_starts']:,}",
                 _count(run["released_pools"]),
                 _count(run["released_pools_a_head_job_matched"]),
+                *billed_cells(run["billed"], baseline["billed"]),
             )
         )
     table = tabulate(
@@ -216,6 +220,7 @@ def warm_pools_table(result: dict) -> str:
             "refused starts",
             "released pools",
             "of which a head job matched",
+            *BILLED_HEADERS,
         ),
     )
     configurations = list(baseline["wait_s_by_configuration"])
@@ -241,6 +246,6 @@ def warm_pools_table(result: dict) -> str:
     )
     return (
         f"{WORKLOAD}: {result['source']}\n\n{pool}; cold start {COLD:g}s, warm {WARM:g}s, "
-        f"stop {STOP:g}s; the queue keeps pools {KEEP_ALIVE:g}s\n\n{table}\n\n"
+        f"stop {STOP:g}s; the queue keeps pools {KEEP_ALIVE:g}s; {BILLED_NOTE}\n\n{table}\n\n"
         f"Wait per configuration (mean / max):\n\n{per_configuration}"
     )

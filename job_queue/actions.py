@@ -134,7 +134,7 @@ class Actions:
             return False
         audit = AuditEntry(now, Action.POOL_RELEASED, released_for=release.for_job)
         try:
-            self.store.release_pool(pool, now, audit)
+            self.report.billed(self.store.release_pool(pool, now, audit))
         except StaleState:
             raise StaleState(f"the warm pool of {pool.job} is no longer idle") from None
         logger.info(release.reason, extra={"job": pool.job, "sagemaker_job": pool.name})
@@ -244,7 +244,7 @@ class Actions:
                     changes["attempts"] = attempts
                 if failure_reason is not None:
                     changes["failure_reason"] = failure_reason
-                self.store.settle(job, state, now, pool=pool, **changes)
+                self.report.billed(self.store.settle(job, state, now, pool=pool, **changes))
                 ended = attempts[-1] if attempts else None
                 reason = failure_reason or (ended and (ended.preempted_by or ended.failure_reason))
                 if state is JobState.PREEMPTED and reason:
@@ -257,7 +257,7 @@ class Actions:
                 logger.info(f"job {state}" + (", leaving a warm pool" if pool else ""), extra=log)
             case lifecycle.BackOff(not_before, failures, last_error, attempts):
                 changes = {} if attempts is None else {"attempts": attempts}
-                self.store.settle(
+                held = self.store.settle(
                     job,
                     JobState.PENDING,
                     now,
@@ -266,6 +266,7 @@ class Actions:
                     last_error=last_error,
                     **changes,
                 )
+                self.report.billed(held)
                 self.changed(job, JobState.PENDING, now, f"start refused, will retry: {last_error}")
             case lifecycle.RetryStart():
                 logger.info("retrying an interrupted start", extra={"job": job.name})
@@ -354,9 +355,10 @@ class Actions:
             match decision:
                 case lifecycle.ForgetPool(why, billed_s):
                     if pool.claimed_by is None:
-                        self.store.release_pool(pool, self.clock(), billed_s=billed_s)
+                        held = self.store.release_pool(pool, self.clock(), billed_s=billed_s)
                     else:
-                        self.store.drop_pool(pool, billed_s)
+                        held = self.store.drop_pool(pool, billed_s)
+                    self.report.billed(held)
                     logger.info(f"warm pool gone: {why}", extra=log)
                 case lifecycle.UnclaimPool(why):
                     self.store.unclaim_pool(pool)

@@ -391,9 +391,9 @@ def _limits(env: Mapping[str, str]) -> Limits:
 
 def _prices(env: Mapping[str, str]) -> Prices:
     try:
-        return parse_prices(env.get("PRICES", ""))
+        return parse_prices(env.get("PRICES", ""), "PRICES")
     except ValueError as exc:
-        raise ConfigError(f"PRICES: {exc}") from None
+        raise ConfigError(str(exc)) from None
 
 
 def parse_seconds(variable: str, text: str) -> float:

@@ -63,28 +63,28 @@ class Prices:
         return self.per_hour.get(itype, 0.0)
 
 
-def parse_prices(text: str) -> Prices:
-    """PRICES: the list prices, overridden by ``text`` (a JSON object; empty: none).
-    ValueError naming the entry that is not a price."""
+def parse_prices(text: str, source: str = "Prices") -> Prices:
+    """The list prices, overridden by ``text`` (a JSON object; empty: none). ValueError
+    naming ``source`` (the setting, a variable or a flag) and the entry that is not a price."""
     if not text.strip():
         return Prices()
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"Prices is not JSON: {exc}") from None
+        raise ValueError(f"{source} is not JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise ValueError('Prices must be a JSON object such as {"ml.p5.48xlarge": 55.04}')
+        raise ValueError(f'{source} must be a JSON object such as {{"ml.p5.48xlarge": 55.04}}')
     fees = value.pop(PLANS, {})
     if not isinstance(fees, dict):
-        raise ValueError(f"Prices: {PLANS} must map plan names to upfront fees, got {fees!r}")
+        raise ValueError(f"{source}: {PLANS} must map plan names to upfront fees, got {fees!r}")
     per_hour = {
-        t: _amount(f"Prices: {t}", v, "dollars per instance-hour") for t, v in value.items()
+        t: _amount(f"{source}: {t}", v, "dollars per instance-hour") for t, v in value.items()
     }
     for itype in per_hour:
         if not itype.startswith("ml."):
-            raise ValueError(f"Prices: {itype!r} is not a SageMaker instance type (ml.*)")
+            raise ValueError(f"{source}: {itype!r} is not a SageMaker instance type (ml.*)")
     plan_fees = {
-        name.rsplit("/", 1)[-1]: _amount(f"Prices: {PLANS}.{name}", fee, "dollars")
+        name.rsplit("/", 1)[-1]: _amount(f"{source}: {PLANS}.{name}", fee, "dollars")
         for name, fee in fees.items()
     }
     return Prices({**LIST_PRICES, **per_hour}, plan_fees)

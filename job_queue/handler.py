@@ -158,5 +158,13 @@ def _emit_metrics(service: QueueService) -> None:
         metrics.add_metric(f"ShareWaiting.{share}", MetricUnit.Count, count)
     for code, count in report.waiting_by_reason.items():
         metrics.add_metric(f"WaitingJobs.{code}", MetricUnit.Count, count)
+    if report.billable_instance_s:
+        # What the usage ledger recorded (ended attempts and pools): the dashboard's
+        # billable instance-hours per share.
+        total = sum(report.billable_instance_s.values())
+        metrics.add_metric("BillableInstanceSeconds", MetricUnit.Seconds, total)
+        for share, seconds in report.billable_instance_s.items():
+            if share is not None:
+                metrics.add_metric(f"BillableInstanceSeconds.{share}", MetricUnit.Seconds, seconds)
     if metrics.metric_set:
         metrics.flush_metrics()

@@ -80,6 +80,11 @@ class UsageRecord:
     def instances(self) -> int:
         return sum(self.demand.values())
 
+    @property
+    def billable_instance_s(self) -> float:
+        """Its instance-seconds SageMaker bills (running, stopping, an idle pool)."""
+        return sum(s.seconds for s in self.spans if s.phase.billed) * self.instances
+
 
 # Jobs claimed before the ledger existed have no claim time: their provisioning is unknown.
 NOT_STARTED = "not-started"  # a start SageMaker refused: the claim held capacity, nothing ran

@@ -4,7 +4,8 @@ ordinary rule, and one "Training Job Queue Warm Pool Released" when the queue en
 idle warm pool for another job, one "Training Job Queue Hold Changed" when an admin
 holds, drains or resumes the queue or a share, one "Training Job Queue Blocked" when a
 job waited first in line past its HeadOfLineLimits, and one "Training Job Queue Dependency
-Met" when the jobs a job depends on ended as it needs, so that it joined the line.
+Met" when the jobs a job depends on ended as it needs, so that it joined the line; and
+one "Training Job Queue Usage Report" when a month has ended: its usage report.
 
 The service records each change as it writes it (:class:`StateChange`, on the invocation's
 report); the handler publishes them when the invocation ends, in the order they happened.
@@ -33,6 +34,7 @@ POOL_DETAIL_TYPE = "Training Job Queue Warm Pool Released"
 HOLD_DETAIL_TYPE = "Training Job Queue Hold Changed"
 BLOCKED_DETAIL_TYPE = "Training Job Queue Blocked"
 READY_DETAIL_TYPE = "Training Job Queue Dependency Met"
+USAGE_DETAIL_TYPE = "Training Job Queue Usage Report"
 _BATCH = 10  # PutEvents takes at most 10 entries
 
 
@@ -126,18 +128,42 @@ class DependencyMet:
     at: float
 
 
-Change = StateChange | PoolReleased | HoldChanged | JobBlocked | DependencyMet
+@dataclass(frozen=True)
+class UsageReported:
+    """The usage report of last calendar month (``month``, such as 2026-11), as GET /usage
+    answers it, its rows cut to the :data:`REPORT_ROWS` most billed."""
+
+    month: str
+    report: dict
+    at: float
+
+
+REPORT_ROWS = 50  # an event holds at most 256 KB
+
+
+Change = StateChange | PoolReleased | HoldChanged | JobBlocked | DependencyMet | UsageReported
 _DETAIL_TYPES = {
     StateChange: DETAIL_TYPE,
     PoolReleased: POOL_DETAIL_TYPE,
     HoldChanged: HOLD_DETAIL_TYPE,
     JobBlocked: BLOCKED_DETAIL_TYPE,
     DependencyMet: READY_DETAIL_TYPE,
+    UsageReported: USAGE_DETAIL_TYPE,
 }
 
 
 def detail(change: Change, queue_name: str) -> dict:
     """The event's ``detail``."""
+    if isinstance(change, UsageReported):
+        rows = change.report["rows"]
+        return {
+            "queue": queue_name,
+            "month": change.month,
+            **change.report,
+            "rows": rows[:REPORT_ROWS],
+            "more_rows": max(0, len(rows) - REPORT_ROWS),
+            "at": _iso(change.at),
+        }
     if isinstance(change, JobBlocked):
         return {
             "queue": queue_name,

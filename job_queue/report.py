@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from job_queue.config import Layout
+from job_queue.ledger import UsageRecord
 from job_queue.queue_events import Change, StateChange
 from job_queue.scheduler import ActiveJob
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
@@ -35,6 +36,14 @@ class Report:
     outside_instances: dict[str, int] = field(default_factory=dict)  # jobs it did not start
     # For the queue's events: the state changes it wrote, and the pools it released.
     changes: list[Change] = field(default_factory=list)
+    # What the usage ledger recorded: billable instance-seconds by share (None: no share).
+    billable_instance_s: dict[str | None, float] = field(default_factory=dict)
+
+    def billed(self, record: UsageRecord | None) -> None:
+        """The ledger recorded ``record`` (None: nothing)."""
+        if record is not None and record.billable_instance_s:
+            held = self.billable_instance_s
+            held[record.share] = held.get(record.share, 0.0) + record.billable_instance_s
 
     def submitted_waiting(self, job: str, why: WaitingFor | None) -> None:
         """The submission of ``job`` is to say why it waits (its first code), in its event."""

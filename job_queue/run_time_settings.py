@@ -18,14 +18,20 @@ from job_queue.access import Caller
 from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
-from job_queue.ledger import held_now
-from job_queue.queue_events import HoldChanged
+from job_queue.ledger import UsageRecord, held_now
+from job_queue.queue_events import HoldChanged, UsageReported
 from job_queue.retry import RETRIES, busy, until_settled
 from job_queue.scheduler.holds import HoldAction, HoldChange, changed
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import Holders
-from job_queue.usage_report import parse_window, usage_report
+from job_queue.usage_report import (
+    Window,
+    month_due,
+    month_window,
+    parse_window,
+    usage_report,
+)
 
 if TYPE_CHECKING:
     from job_queue.config import Settings
@@ -68,9 +74,29 @@ class RunTimeSettings:
         now = self.clock()
         layout = self.layout(held)
         window = parse_window(query, now, "share" if layout.shares else "submitter")
+        return usage_report(self._held(window, held), window, self.settings.prices, layout.plans)
+
+    def _held(self, window: Window, held: Holders) -> list[UsageRecord]:
+        """The ledger's records of what ended in ``window`` or after, and what holds
+        instances now (``held``), so far."""
         jobs = [job for active in held.jobs if (job := self.store.get(active.name))]
-        records = [*self.store.usage_records(window.since), *held_now(jobs, held.pools, now)]
-        return usage_report(records, window, self.settings.prices, layout.plans)
+        now = self.clock()
+        return [*self.store.usage_records(window.since), *held_now(jobs, held.pools, now)]
+
+    def report_last_month(self, held: Holders) -> None:
+        """Once a month has ended, the sweep sends its usage report as a queue event (at
+        most once: the sweep that marks the month sent sends it)."""
+        now = self.clock()
+        due = month_due(held.usage_reported, now)
+        if due is None or not self.store.set_usage_reported(due[0], held.usage_reported):
+            return
+        month, send = due
+        if send:
+            layout = self.layout(held)
+            window = month_window(month, "share" if layout.shares else "submitter")
+            records = self._held(window, held)
+            report = usage_report(records, window, self.settings.prices, layout.plans)
+            self.report.changes.append(UsageReported(month, report, now))
 
     def set_weights(self, value: object, caller: Caller) -> None:
         """Replace the fair-share weights without a deployment (admins only), then

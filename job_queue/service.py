@@ -342,6 +342,7 @@ class QueueService(RunTimeSettings):
         self.report.count_reasons([*why.values(), *out_of_line], unread)
         if self._actions.head_of_line(held.blocking, why, self.settings.limits.head_of_line):
             self.schedule()  # the jobs behind one it failed may start now
+        self.report_last_month(held)
 
     def _repair(self, active: ActiveJob) -> None:
         job = self.store.get(active.name)

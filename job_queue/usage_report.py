@@ -74,6 +74,32 @@ def _moment(name: str, text: str | None, now: float, default: float) -> float:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
+def month_due(reported: str | None, now: float) -> tuple[str, bool] | None:
+    """The month (``2026-11``) whose monthly report is due, and whether to send it: last
+    month, once the last one sent (``reported``) is of an earlier month. A new queue
+    (``reported`` None) marks last month without sending it: it has nothing to report."""
+    last = _month(_month_start(now) - 1)
+    if reported is None:
+        return last, False
+    return (last, True) if reported < last else None
+
+
+def month_window(month: str, by: str) -> Window:
+    """The window of one calendar month (UTC), grouped ``by``."""
+    start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
+    after = start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return Window(start.timestamp(), after.timestamp(), by)
+
+
+def _month_start(moment: float) -> float:
+    when = datetime.fromtimestamp(moment, UTC)
+    return when.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+def _month(moment: float) -> str:
+    return time.strftime("%Y-%m", time.gmtime(moment))
+
+
 def usage_report(
     records: Iterable[UsageRecord],
     window: Window,

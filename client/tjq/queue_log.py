@@ -13,6 +13,13 @@ from job_queue import queue_events
 def event_line(detail: dict) -> str:
     """One event in words: ``2026-12-01T12:00:00.000+00:00 job1 running -> preempting
     (attempt 1): preempted by job4 (priority 3 > 1)``."""
+    if detail.get("month"):  # a month's usage report
+        total = detail["total"]
+        return (
+            f"{detail['at']} usage report {detail['month']}: "
+            f"{total['billable_instance_hours']:g} billable instance-hours, "
+            f"${total['cost_usd']:,.2f}, {total['jobs']} jobs, {total['preemptions']} preemptions"
+        )
     if detail.get("blocked_for"):  # first in line past its HeadOfLineLimits
         done = "cancelled (failed)" if detail["action"] == "cancel" else "alarm"
         why = detail["waiting_for"]["message"]

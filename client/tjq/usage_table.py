@@ -23,21 +23,24 @@ COUNTS = {
 }
 
 
-def report_text(report: dict) -> str:
-    """The report as a table: one row per group, most billed first, then the total."""
+def report_text(report: dict, over: str | None = None, shown: int | None = None) -> str:
+    """The report as a table: one row per group, most billed first (the first ``shown``),
+    then the total. ``over``: what the window is, in words (default: its two times)."""
     from tabulate import tabulate
 
     by = report["by"]
     headers = [by, "billable (instance-h)", *PHASES.values(), *COUNTS.values()]
-    rows = [_cells(row[by], row) for row in report["rows"]]
+    rows = [_cells(row[by], row) for row in report["rows"][:shown]]
+    over = over or f"from {report['since']} to {report['until']}"
     title = (
-        f"usage from {report['since']} to {report['until']}, by {by} "
-        "(instance-hours; billable: running, stopping and idle warm pools)"
+        f"usage {over}, by {by} (instance-hours; billable: running, stopping and idle warm pools)"
     )
     if not rows:
         return f"{title}\n\nnothing held instances in this window"
     table = tabulate([*rows, _cells("total", report["total"])], headers, floatfmt="g")
     lines = [title, "", table]
+    if len(report["rows"]) > len(rows):
+        lines.append(f"... and {len(report['rows']) - len(rows)} more {by}s (--json)")
     if report["unpriced_types"]:
         types = ", ".join(report["unpriced_types"])
         lines.append(f"\nno price for {types}: counted at $0 (set the Prices parameter)")

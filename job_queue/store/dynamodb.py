@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from job_queue import ledger
 from job_queue.errors import Contended, JobConflict, StaleState
+from job_queue.ledger import UsageRecord
 from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.retry import RETRIES
 from job_queue.scheduler import WaitingJob
@@ -23,7 +24,7 @@ from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
 from job_queue.store.dependency_writes import DependencyWrites
 from job_queue.store.hold_writes import HoldWrites
-from job_queue.store.ledger_writes import LedgerWrites
+from job_queue.store.ledger_writes import LedgerWrites, recorded
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
 from job_queue.store.pool_writes import IDLE_POOL, PoolWrites
@@ -222,9 +223,9 @@ class DynamoJobStore(
 
     def settle(
         self, job: Job, to_state: JobState, now: float, pool: WarmPool | None = None, **changes
-    ) -> None:
+    ) -> UsageRecord | None:
         """An active job's SageMaker job ended: its instances are free — or, with ``pool``,
-        held by the warm pool SageMaker kept of them.
+        held by the warm pool SageMaker kept of them. Answers what the ledger recorded.
 
         ``to_state`` PENDING or PREEMPTED puts the job back in the queue at its original place.
         ``changes`` are other job fields to set (attempts, failure_reason, not_before ...).
@@ -280,6 +281,7 @@ class DynamoJobStore(
             *self._accounts(line, self._attempt_usage(job, changes, now)),
             *self._ledger(held),
         )
+        return recorded(held)
 
     # -- jobs started outside the queue -------------------------------------------------------
 

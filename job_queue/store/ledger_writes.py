@@ -66,13 +66,9 @@ class LedgerWrites:
     """The ledger's part of :class:`~job_queue.store.DynamoJobStore` (a mixin): the Put
     that goes into an ending transaction, and the one read a report makes."""
 
-    def _ledger(self, *records: UsageRecord | None) -> list[dict]:
-        """The Put actions of ``records`` (None, or no time and no bill: nothing was held)."""
-        return [
-            table.put(usage_item(r))
-            for r in records
-            if r is not None and (r.spans or r.billed_s is not None)
-        ]
+    def _ledger(self, record: UsageRecord | None) -> list[dict]:
+        """The Put action of ``record`` (none if it holds nothing: no time and no bill)."""
+        return [table.put(usage_item(record))] if _kept(record) else []
 
     def usage_records(self, ended_after: float) -> list[UsageRecord]:
         """Every record of what ended after ``ended_after`` (one Query, paged)."""
@@ -82,3 +78,12 @@ class LedgerWrites:
         }
         pages = self._pages(query)
         return [record_from_item(table.de(item)) for page in pages for item in page["Items"]]
+
+
+def _kept(record: UsageRecord | None) -> bool:
+    return record is not None and bool(record.spans or record.billed_s is not None)
+
+
+def recorded(record: UsageRecord | None) -> UsageRecord | None:
+    """What a write put in the ledger: ``record``, if it held anything."""
+    return record if _kept(record) else None

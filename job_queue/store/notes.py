@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from botocore.exceptions import ClientError
+
 from job_queue.head_of_line import Blocking
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.waiting_for import Reason
@@ -54,6 +56,27 @@ class HolderNotes:
             ConditionExpression="attribute_exists(version)",
             ExpressionAttributeValues=table.ser(values),
         )
+
+    def set_usage_reported(self, month: str, previous: str | None) -> bool:
+        """The monthly usage report of ``month`` is sent, if no other sweep sent it since
+        the last one (``previous``) was: whether this one may send it."""
+        condition = (
+            "usage_reported = :previous" if previous else "attribute_not_exists(usage_reported)"
+        )
+        values = {":month": month, **({":previous": previous} if previous else {})}
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=table.ser(POOL_KEY),
+                UpdateExpression="SET usage_reported = :month",
+                ConditionExpression=f"attribute_exists(version) AND {condition}",
+                ExpressionAttributeValues=table.ser(values),
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def set_blocking(self, kept: Mapping[str, Blocking]) -> None:
         """The jobs first in line that HeadOfLineLimits counts, as the sweep just found them

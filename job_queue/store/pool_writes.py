@@ -4,10 +4,11 @@ item, with fair share's charge for the pool's idle time where it ends."""
 
 from __future__ import annotations
 
-from job_queue.ledger import pool_record
+from job_queue.ledger import UsageRecord, pool_record
 from job_queue.models import AuditEntry
 from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store import codecs, table
+from job_queue.store.ledger_writes import recorded
 from job_queue.store.table import POOL_KEY
 
 # A warm pool that exists and that no job is being started on.
@@ -24,16 +25,17 @@ class PoolWrites:
         now: float,
         audit: AuditEntry | None = None,
         billed_s: float | None = None,
-    ) -> None:
+    ) -> UsageRecord | None:
         """An idle pool was released (or SageMaker ended it): its instances are free. No
         version bump: a pass that still counts them only starts less; one that plans to start
         a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
         added to the trail of the job that left the pool, in the same transaction;
         ``billed_s``: what SageMaker says it billed for the pool, for the ledger."""
+        held = pool_record(pool, now, billed_s)
         writes = [
             table.update(POOL_KEY, "REMOVE pools.#pool", IDLE_POOL, {}, {"#pool": pool.name}),
             *self._accounts({}, self._pool_usage(pool, min(now, pool.expires_at))),
-            *self._ledger(pool_record(pool, now, billed_s)),
+            *self._ledger(held),
         ]
         if audit is not None:
             clause, values = table.append_history(codecs.audit_value(audit))
@@ -43,12 +45,14 @@ class PoolWrites:
                 )
             )
         self._transact(*writes)
+        return recorded(held)
 
-    def drop_pool(self, pool: WarmPool, billed_s: float | None = None) -> None:
+    def drop_pool(self, pool: WarmPool, billed_s: float | None = None) -> UsageRecord | None:
         """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
         moved it) or SageMaker ended it. Its instances were counted by the claimer (its idle
         time until the claim is charged now)."""
         until = pool.claimed_at if pool.claimed_at is not None else pool.since
+        held = pool_record(pool, until, billed_s)
         self._transact(
             table.update(
                 POOL_KEY,
@@ -58,8 +62,9 @@ class PoolWrites:
                 {"#pool": pool.name},
             ),
             *self._accounts({}, self._pool_usage(pool, until)),
-            *self._ledger(pool_record(pool, until, billed_s)),
+            *self._ledger(held),
         )
+        return recorded(held)
 
     def unclaim_pool(self, pool: WarmPool) -> None:
         """SageMaker did not start the claimer on the pool: it is idle again, and holds its

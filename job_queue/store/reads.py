@@ -55,6 +55,7 @@ class Holders:
     hold_changes: tuple[HoldChange, ...] = ()  # who held, drained or resumed what (latest last)
     blocking: Mapping[str, Blocking] = field(default_factory=dict)  # HeadOfLineLimits' counts
     dependents: bool = False  # a dependent job was queued once: passes read DEPENDENT
+    usage_reported: str | None = None  # the last month whose usage report was sent
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -271,6 +272,7 @@ def _holders_from(holders: Mapping) -> Holders:
         hold_changes=changes_from(holders.get("hold_changes", ())),
         blocking=blocking_from(holders.get("blocking", {})),
         dependents=bool(holders.get("dependents")),
+        usage_reported=holders.get("usage_reported"),
     )
 
 

@@ -311,6 +311,15 @@ def test_local_api_refuses_a_bad_limit_naming_its_flag(capsys, flag, value, mess
     assert message in capsys.readouterr().err
 
 
+def test_local_api_refuses_bad_prices_naming_the_flag_and_the_entry(capsys, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"ml.p5.48xlarge": -3}')
+    assert main(["local-api", "--prices", str(prices)]) == 1
+    assert "--prices: ml.p5.48xlarge must be a number >= 0" in capsys.readouterr().err
+    assert main(["local-api", "--prices", str(tmp_path / "none.json")]) == 1
+    assert f"--prices {tmp_path / 'none.json'}: No such file" in capsys.readouterr().err
+
+
 def test_an_admin_holds_and_resumes_the_queue(capsys, local_env):
     code, out, _ = smq(capsys, "queue", "hold")
     try:

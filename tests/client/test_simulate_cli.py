@@ -39,7 +39,7 @@ def test_json_is_exactly_one_object_with_jobs_and_metrics(capsys, workload):
     )
     assert code == 0
     answer = json.loads(out)
-    assert set(answer) == {"jobs", "metrics"}
+    assert set(answer) == {"jobs", "metrics", "usage"}
     assert set(answer["jobs"][0]) == {
         "name",
         "state",
@@ -99,6 +99,39 @@ def test_summary_for_people(capsys, workload):
     assert code == 0
     assert out.startswith("4 jobs on 2 x ml.p5.48xlarge")
     assert "Mean wait" in out and "p95 wait" in out
+
+
+def test_a_replay_reports_usage_and_cost_as_the_queue_would(capsys, workload, tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"ml.p5.48xlarge": 10}')
+    argv = ["simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--stop-latency", "60"]
+    code, out, _ = smq(capsys, *argv, "--prices", str(prices), "--usage-by", "job", "--json")
+    assert code == 0
+    usage = json.loads(out)["usage"]
+    rows = {row["job"]: row for row in usage["rows"]}
+    # job4 (priority 3) preempts job1 at 300 s; job1 stops for 60 s, then starts over at 600 s.
+    assert rows["job1"]["instance_seconds"] == {
+        "provisioning": 0,
+        "running": 300 + 600,
+        "stopping": 60,
+        "pool_idle": 0,
+    }
+    assert (rows["job1"]["attempts"], rows["job1"]["preemptions"]) == (2, 1)
+    assert rows["job1"]["work_lost_instance_hours"] == round(300 / 3600, 4)
+    assert rows["job1"]["cost_usd"] == round(960 / 3600 * 10, 2)
+    assert [rows[n]["instance_seconds"]["running"] for n in ("job2", "job3", "job4")] == [600] * 3
+    assert usage["total"]["cost_usd"] == round((960 + 3 * 600) / 3600 * 10, 2)
+
+    code, out, _ = smq(capsys, *argv, "--prices", str(prices))
+    assert "usage over the replay, by submitter" in out
+    assert any(line.startswith("total ") for line in out.splitlines())
+
+    prices.write_text('{"ml.p5.48xlarge": "cheap"}')
+    code, _, err = smq(capsys, *argv, "--prices", str(prices))
+    assert code == 1
+    assert f"--prices {prices}: ml.p5.48xlarge must be a number >= 0" in err
+    code, _, err = smq(capsys, *argv, "--prices", str(tmp_path / "missing.json"))
+    assert code == 1 and "No such file or directory" in err
 
 
 @pytest.mark.parametrize(
@@ -427,8 +460,11 @@ def test_the_summary_shows_each_submitters_waits_and_how_fairly_all_were_served(
         "3600",
     )
     assert code == 0
+    waits = out[: out.index("usage over the replay")]  # the waits' table, then the usage
     rows = {
-        line.split()[0]: line.split() for line in out.splitlines() if line[:5] in ("alice", "bob  ")
+        line.split()[0]: line.split()
+        for line in waits.splitlines()
+        if line[:5] in ("alice", "bob  ")
     }
     assert rows["alice"][1:3] == ["5", "5.0"] and rows["bob"][1:3] == ["1", "1.0"]
     assert "fairness over 2 submitters: Jain's index of mean slowdown" in out

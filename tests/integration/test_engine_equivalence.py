@@ -4,11 +4,18 @@ import io
 
 import pytest
 from tjq.simulate.engine import SimSettings, simulate
-from tjq.simulate.handler_engine import decisions_through_handler, sorted_decisions
+from tjq.simulate.handler_engine import (
+    decisions_through_handler,
+    replay_through_handler,
+    sorted_decisions,
+)
+from tjq.simulate.usage import sim_usage
 from tjq.simulate.workload import parse_workload
 
+from job_queue.costs import Prices
 from job_queue.scheduler import Policy, Share, Strategy, total_capacity
 from job_queue.scheduler.fair_share import FairShare
+from job_queue.usage_report import Window, usage_report
 
 G5 = "ml.g5.xlarge"
 
@@ -282,3 +289,21 @@ def test_both_engines_settle_dependencies_alike():
     ended = {j.spec.name: j.end_s for j in fast.jobs}
     assert started["eval-a"] >= ended["train-a"]
     assert started["merge-ab"] >= max(ended["eval-a"], ended["prep-b"])
+
+
+@pytest.mark.parametrize(
+    ("workload", "capacity", "keep_alive"),
+    [(BLOG, {"ml.p5.48xlarge": 2}, 0), (WARM, {"ml.p5.48xlarge": 2}, 90)],
+    ids=["the blog's scenario", "warm pools kept, reused and released"],
+)
+def test_both_engines_report_the_same_usage_and_cost(workload, capacity, keep_alive):
+    jobs = parse_workload(io.StringIO(workload), capacity)
+    settings = SimSettings(capacity, stop_latency=60.0, keep_alive_s=keep_alive)
+    prices = Prices({"ml.p5.48xlarge": 98.32})
+
+    fast = sim_usage(simulate(jobs, settings), prices, "job")
+    real = replay_through_handler(jobs, settings).ledger
+    window = Window(0.0, max(r.ended_at for r in real) + 1.0, "job")
+
+    assert fast["rows"] == usage_report(real, window, prices)["rows"]
+    assert fast["total"]["preemptions"] >= 1 and fast["total"]["cost_usd"] > 0

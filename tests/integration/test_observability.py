@@ -67,6 +67,33 @@ def test_metrics_per_share_in_use_borrowed_and_waiting(make_cloud, capsys):
     assert values["ShareWaiting.team-a"] == [1.0]
 
 
+def test_metrics_count_the_billable_instance_seconds_the_ledger_recorded_per_share(
+    make_cloud, capsys
+):
+    shares = (
+        Share("team-a", {P5: 1}, Strategy.LEND_AND_BORROW),
+        Share("team-b", {P5: 1}, Strategy.LEND),
+    )
+    cloud = make_cloud({}, shares=shares)
+    for name, share, seconds in (("a1", "team-a", 600), ("b1", "team-b", 300)):
+        request = training_request(name, 1, share=share, run_seconds=seconds)
+        request["ResourceConfig"]["InstanceCount"] = 1
+        assert cloud.api("POST", "/add-job", request)[0] == 201
+    capsys.readouterr()
+    cloud.advance(600)  # both ran to completion: b1 after 300 s, a1 after 600 s
+    metrics = [r for r in _records(capsys.readouterr().out) if "_aws" in r]
+    billed: dict[str, list] = {}
+    for record in metrics:
+        for key, values in record.items():
+            if key.startswith("BillableInstance"):
+                billed.setdefault(key, []).extend(values)
+    assert billed == {
+        "BillableInstanceSeconds": [300.0, 600.0],
+        "BillableInstanceSeconds.team-b": [300.0],
+        "BillableInstanceSeconds.team-a": [600.0],
+    }
+
+
 def test_the_sweep_counts_waiting_jobs_by_reason(cloud, capsys):
     for name, priority in (("a", 3), ("b", 3), ("c", 3), ("d", 1), ("e", 1)):
         submit(cloud, name, priority)

@@ -5,6 +5,7 @@ worked out by hand (a job preempted once, a warm pool reused, a training plan)."
 from datetime import UTC, datetime
 
 from tjq.local.cloud import ACCOUNT, training_request
+from tjq.queue_log import event_line, read_events
 
 from job_queue.costs import Prices
 from tests.conftest import P5
@@ -132,3 +133,33 @@ def test_a_report_asked_for_wrongly_is_refused_naming_the_parameter(cloud):
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_the_first_sweep_after_a_month_ends_sends_its_usage_report_once(make_cloud):
+    cloud = make_cloud({P5: 2}, prices=Prices({P5: ON_DEMAND}))
+    cloud.sweep()  # a new queue: it has nothing to report for last month
+    add(cloud, training_request("january", 1, run_seconds=3600), ALICE)
+    cloud.advance(3600)
+    assert _reports(cloud) == []
+    cloud.advance(31 * 86400)  # February
+    cloud.sweep()
+    cloud.sweep()
+    (event,) = _reports(cloud)
+    assert (event["month"], event["by"], event["since"]) == (
+        "2026-01",
+        "submitter",
+        "2026-01-01T00:00:00Z",
+    )
+    (row,) = event["rows"]
+    assert (row["submitter"], row["instance_seconds"]["running"], row["cost_usd"]) == (
+        ALICE,
+        3600,
+        ON_DEMAND,
+    )
+    assert event_line(event).endswith(
+        "usage report 2026-01: 1 billable instance-hours, $50.00, 1 jobs, 0 preemptions"
+    )
+
+
+def _reports(cloud) -> list[dict]:
+    return [e for e in read_events(cloud.logs, cloud.settings.queue_name) if e.get("month")]

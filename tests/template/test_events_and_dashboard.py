@@ -132,6 +132,7 @@ def test_dashboard_graphs_the_queues_metrics_and_shows_its_alarms(template):
         "WarmPoolInstances",
         "ShareInUse",
         "WaitingJobs",
+        "BillableInstanceSeconds",
     }
     searches = [
         row[0]["expression"]

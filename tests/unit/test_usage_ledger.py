@@ -1,17 +1,20 @@
 """The usage ledger and its reports, as scenario tables: what an attempt and a warm pool held,
 in which phase, and how a report over a window counts it and prices it."""
 
+import json
+
 import pytest
 
 from job_queue.costs import LIST_PRICES, Prices, parse_prices
 from job_queue.errors import InvalidRequest
 from job_queue.ledger import NOT_STARTED, Phase, Span, UsageRecord, attempt_record, pool_record
 from job_queue.models import Action, Attempt, AuditEntry, Job, JobState, Outcome
+from job_queue.queue_events import REPORT_ROWS, UsageReported, detail
 from job_queue.scheduler.reservations import Reservation, TrainingPlan
 from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store import table
 from job_queue.store.ledger_writes import record_from_item, usage_item
-from job_queue.usage_report import Window, parse_window, usage_report
+from job_queue.usage_report import Window, month_due, month_window, parse_window, usage_report
 
 P5, G5 = "ml.p5.48xlarge", "ml.g5.xlarge"
 H = 3600.0
@@ -310,3 +313,38 @@ def test_a_window_from_query_parameters(query, window):
 def test_a_bad_window_is_refused_naming_the_parameter(query, named):
     with pytest.raises(InvalidRequest, match=named):
         parse_window(query, NOW, "share")
+
+
+JAN_15 = 1_768_478_400.0  # 2026-01-15T12:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("scenario", "reported", "due"),
+    [
+        ("a new queue marks last month without sending it", None, ("2025-12", False)),
+        ("last month not sent yet: send it", "2025-11", ("2025-12", True)),
+        ("a queue down for months sends only last month", "2025-06", ("2025-12", True)),
+        ("last month already sent: nothing", "2025-12", None),
+    ],
+)
+def test_the_monthly_report_is_due_once_a_month_has_ended(scenario, reported, due):
+    assert month_due(reported, JAN_15) == due
+
+
+def test_a_month_window_runs_from_its_first_day_to_the_next_months():
+    december = month_window("2025-12", "share")
+    assert (december.since, december.until) == (1_764_547_200.0, 1_767_225_600.0)
+    assert month_window("2026-01", "job").since == december.until
+
+
+def test_the_monthly_report_event_keeps_the_most_billed_rows_within_eventbridges_size():
+    many = [
+        record(f"j{i}-1", f"j{i}", [("running", 0, 60 + i)], outcome="completed")
+        for i in range(REPORT_ROWS + 7)
+    ]
+    report = usage_report(many, Window(0, 86400, "job"), PRICES)
+    sent = detail(UsageReported("1970-01", report, 86400.0), "queue")
+    assert len(sent["rows"]) == REPORT_ROWS and sent["more_rows"] == 7
+    assert sent["rows"][0]["job"] == f"j{REPORT_ROWS + 6}"  # the most billed first
+    assert sent["total"]["jobs"] == REPORT_ROWS + 7
+    assert len(json.dumps(sent)) < 256 * 1024

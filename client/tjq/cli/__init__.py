@@ -22,10 +22,12 @@
                   [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
                   [--fair-share-half-life S] [--fair-share-lookahead S] [--fair-share-weights F]
                   [--retry-on-failure JSON] [--max-preemptions N] [--head-of-line-limits JSON]
+                  [--prices FILE]
     smq config check [--samconfig FILE] [--capacity JSON] [--shares FILE] [--capped TYPES]
                      [--training-plan-arns ARNS]  check a deployment's parameters together
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
                  [--retry-on-failure JSON] [--max-preemptions N] [--json] [--plot F.png]
+                 [--prices FILE] [--usage-by submitter|share|type|job]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -328,6 +330,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="how often a job may be preempted (the MaxPreemptions setting; default: "
         "unlimited); a job's max_preemptions column overrides it",
+    )
+    simulate.add_argument(
+        "--prices",
+        metavar="FILE",
+        help='what an instance-hour costs, as the Prices setting: {"ml.p5.48xlarge": 55.04, '
+        '"training_plans": {"sim-p5-48xlarge": 26500}} (default: the README\'s list prices)',
+    )
+    simulate.add_argument(
+        "--usage-by",
+        choices=["submitter", "share", "type", "job"],
+        help="the usage and cost table's rows (default: share with --shares, else submitter)",
     )
     simulate.add_argument("--json", action="store_true", help="one JSON object on stdout")
     simulate.add_argument(

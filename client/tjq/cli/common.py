@@ -20,6 +20,17 @@ def client(args):
     return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region)
 
 
+def read_flag_file(flag: str, path: str | None) -> str:
+    """The text of the file a flag names (empty without one); QueueClientError naming both."""
+    if not path:
+        return ""
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError as exc:
+        raise QueueClientError(f"{flag} {path}: {exc.strerror}") from None
+
+
 def read_json(path: str):
     try:
         with open(path) as file:

@@ -12,7 +12,7 @@ import os
 import shlex
 import threading
 
-from tjq.cli.common import fail, read_json, read_shares
+from tjq.cli.common import fail, read_flag_file, read_json, read_shares
 
 # The function variable each flag sets (for the messages of the shared checker).
 FLAGS = {
@@ -32,6 +32,7 @@ FLAGS = {
     "RETRY_ON_FAILURE": "--retry-on-failure",
     "MAX_PREEMPTIONS": "--max-preemptions",
     "HEAD_OF_LINE_LIMITS": "--head-of-line-limits",
+    "PRICES": "--prices",
 }
 DEFAULT_CAPACITY = {"ml.p5.48xlarge": 2}
 
@@ -119,6 +120,12 @@ def add_parser(commands) -> None:
     )
     local.add_argument(
         "--shares", metavar="FILE", help="quota shares file (their limits make the capacity)"
+    )
+    local.add_argument(
+        "--prices",
+        metavar="FILE",
+        help='what an instance-hour costs in usage reports, such as {"ml.p5.48xlarge": 55.04} '
+        "(the Prices setting; default: the README's list prices)",
     )
     local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
     local.add_argument(
@@ -208,13 +215,8 @@ def local_api(args) -> int:
     roles = tuple(args.allowed_role or (ROLE_ARN,))
     admins = tuple(args.admin or (EVERY_LOCAL_USER,))
     affinity = args.warm_affinity
-    weights = ""
-    if args.fair_share_weights:
-        try:
-            with open(args.fair_share_weights) as file:
-                weights = file.read()
-        except OSError as exc:
-            return fail(f"--fair-share-weights {args.fair_share_weights}: {exc.strerror}")
+    weights = read_flag_file("--fair-share-weights", args.fair_share_weights)
+    prices = read_flag_file("--prices", args.prices)
     environment = {
         "TABLE_NAME": args.name,
         "QUEUE_NAME": args.name,
@@ -235,6 +237,7 @@ def local_api(args) -> int:
         "RETRY_ON_FAILURE": args.retry_on_failure,
         "MAX_PREEMPTIONS": args.max_preemptions,
         "HEAD_OF_LINE_LIMITS": args.head_of_line_limits,
+        "PRICES": prices,
     }
     try:
         settings = Settings.from_environment(environment)
@@ -253,6 +256,7 @@ def local_api(args) -> int:
         keep_alive_seconds=int(args.keep_alive),
         policy=Policy(warm_affinity_s=affinity, fair_share=settings.policy.fair_share),
         limits=settings.limits,
+        prices=settings.prices,
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tjq.cli.common import fail, read_shares
+from tjq.cli.common import fail, read_flag_file, read_shares
 from tjq.cli.local_command import unknown_plans
 
 
@@ -16,6 +16,7 @@ def simulate(args) -> int:
     from tjq.simulate.engine import SimSettings, simulate
     from tjq.simulate.metrics import report
     from tjq.simulate.plans import sim_plans
+    from tjq.simulate.usage import sim_usage
     from tjq.simulate.workload import WorkloadError, read_workload
 
     capacity, uncapped, _ = split_capacity(dict(args.capacity or []))
@@ -47,6 +48,10 @@ def simulate(args) -> int:
     except ValueError as exc:
         return fail(str(exc))
     try:
+        prices = _prices(args.prices)
+    except ValueError as exc:
+        return fail(str(exc))
+    try:
         jobs = read_workload(args.workload, capacity, shares, uncapped, plans)
     except WorkloadError as exc:
         return fail(f"{args.workload}: {exc}")
@@ -71,6 +76,8 @@ def simulate(args) -> int:
     show_progress = sys.stderr.isatty() and len(jobs) >= 5000
     result = simulate(jobs, settings, progress=_progress_bar if show_progress else None)
     answer = report(result)
+    by = args.usage_by or ("share" if shares else "submitter")
+    answer["usage"] = sim_usage(result, prices, by)
     if args.plot:
         from tjq.simulate.plot import plot
 
@@ -90,6 +97,15 @@ def simulate(args) -> int:
     return 0
 
 
+def _prices(path: str | None):
+    """The prices of ``--prices FILE`` (the list prices without it); ValueError naming it."""
+    from job_queue.costs import Prices, parse_prices
+
+    if path is None:
+        return Prices()
+    return parse_prices(read_flag_file("--prices", path), f"--prices {path}")
+
+
 def _limits(args):
     """The queue's limits of the --retry-on-failure and --max-preemptions flags (ValueError
     names the flag)."""
@@ -101,17 +117,9 @@ def _limits(args):
 
 def _fair_share(args):
     """The fair-share policy of the --fair-share-* flags (None: off)."""
-    from job_queue.fair_share_config import FairShareError, parse_fair_share
+    from job_queue.fair_share_config import parse_fair_share
 
-    weights = ""
-    if args.fair_share_weights:
-        try:
-            with open(args.fair_share_weights) as file:
-                weights = file.read()
-        except OSError as exc:
-            raise FairShareError(
-                f"--fair-share-weights {args.fair_share_weights}: {exc.strerror}"
-            ) from None
+    weights = read_flag_file("--fair-share-weights", args.fair_share_weights)
     names = ("--fair-share-half-life", f"--fair-share-weights {args.fair_share_weights}")
     names += ("--fair-share-lookahead",)
     return parse_fair_share(args.fair_share_half_life, weights, args.fair_share_lookahead, names)

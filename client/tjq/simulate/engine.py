@@ -327,9 +327,8 @@ class _Replay(WarmPools):
         result = self.results[index]
         spec = result.spec
         latency = self.settings.warm_start_latency if warm else self.settings.start_latency
-        attempt = AttemptRecord(
-            spec.name, len(result.attempts) + 1, now, warm=warm, latency=latency
-        )
+        number, plan = len(result.attempts) + 1, self.on_plan.get(index)
+        attempt = AttemptRecord(spec.name, number, now, warm=warm, latency=latency, plan=plan)
         result.attempts.append(attempt)
         result.state = JobState.RUNNING
         if result.first_start_s is None:

@@ -8,18 +8,35 @@ tests show that the fast engine decides exactly as the deployed queue would.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from job_queue import tags
+from job_queue.ledger import Span, UsageRecord
 from tjq.local.cloud import LocalCloud, training_request
 from tjq.simulate.records import Decision, SimSettings
 from tjq.simulate.workload import WorkloadJob
+
+
+@dataclass(frozen=True)
+class HandlerReplay:
+    """What the real handler did with a workload: starts and preemptions (seconds since the
+    first submission), each job's end state, and its usage ledger (on the same clock)."""
+
+    decisions: list[Decision]
+    states: dict[str, str]
+    ledger: list[UsageRecord]
 
 
 def decisions_through_handler(
     jobs: Sequence[WorkloadJob], settings: SimSettings
 ) -> tuple[list[Decision], dict[str, str]]:
     """Starts and preemptions (seconds since the first submission) and each job's end state."""
+    replay = replay_through_handler(jobs, settings)
+    return replay.decisions, replay.states
+
+
+def replay_through_handler(jobs: Sequence[WorkloadJob], settings: SimSettings) -> HandlerReplay:
+    """The workload through the real handler (see :class:`HandlerReplay`)."""
     specs = {job.name: job for job in jobs}
     cloud = LocalCloud(
         capacity=dict(settings.capacity),
@@ -122,7 +139,14 @@ def decisions_through_handler(
         states = {
             job.name: cloud.api("GET", f"/jobs/{job.name}")[1]["job"]["state"] for job in jobs
         }
-    return sorted(decisions, key=_order), states
+        cloud.sweep()  # it notices the pools that expired, and ends their records
+        ledger = [_shifted(r, start) for r in cloud.deps.store.usage_records(start)]
+    return HandlerReplay(sorted(decisions, key=_order), states, ledger)
+
+
+def _shifted(record: UsageRecord, start: float) -> UsageRecord:
+    spans = tuple(Span(s.phase, s.start - start, s.end - start) for s in record.spans)
+    return replace(record, spans=spans)
 
 
 def sorted_decisions(decisions: Sequence[Decision]) -> list[Decision]:

@@ -43,6 +43,7 @@ class AttemptRecord:
     order: int = 0  # its end is processed, among equal times, in the order attempts started
     warm: bool = False  # started on a warm pool
     latency: float = 0.0  # provisioning before it made progress
+    plan: str | None = None  # the training plan (ARN) it ran on; None: on-demand
 
 
 @dataclass

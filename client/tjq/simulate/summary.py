@@ -63,6 +63,10 @@ def summary(report: dict, capacity: dict[str, int]) -> str:
         lines += ["", tabulate(shares, headers=headers, disable_numparse=True)]
     if "by_submitter" in m:
         lines += ["", *_submitters(m["by_submitter"], m["fairness"])]
+    if "usage" in report:
+        from tjq.usage_table import report_text
+
+        lines += ["", report_text(report["usage"], "over the replay", SUBMITTERS_SHOWN)]
     return "\n".join(lines)
 
 
