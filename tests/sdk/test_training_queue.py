@@ -269,10 +269,12 @@ def test_a_job_that_depends_on_another_waits_for_it_and_gets_its_model(
         depends_on=[parent],
     )
     waiting = child.describe()
-    if waiting["state"] == "pending":  # the parent may have ended already on a busy machine
-        assert waiting["waiting_for"]["code"] == "dependency"
+    if waiting["state"] == "pending" and waiting["waiting_for"]["code"] == "dependency":
         queued = f"[queue] {evaluate}: queued until its dependency holds"
         assert any(line.startswith(queued) for line in said), said
+    elif waiting["state"] == "pending":
+        # On a busy machine the parent may have ended already: the child is in line then.
+        assert parent.describe()["state"] == "completed", waiting
     assert child.result()["status"] == "SUCCEEDED"
     sagemaker = local_env.cloud.sagemaker_client
     parent_job = sagemaker.describe_training_job(
