@@ -124,7 +124,8 @@ def test_the_newest_checkpoint_in_s3_tells_how_much_an_interval_job_would_lose(m
 
     submit(cloud, "urgent", 9)
     assert job(cloud, "hourly")["state"] == "preempting"
-    assert job(cloud, "hourly")["history"][-1]["lost_work_seconds"] == 0
+    # S3 stamps an object to the whole second, rounded down: up to a second before "now".
+    assert job(cloud, "hourly")["history"][-1]["lost_work_seconds"] <= 1
     assert running(cloud) == {"saves-nothing"}
 
 
