@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tjq.simulate.usage import sim_usage
 
-from job_queue.costs import HOUR, LIST_PRICES, LIST_PRICES_DATE, Prices
+from job_queue.costs import LIST_PRICES, LIST_PRICES_DATE, Prices, reserved_hours
 
 BILLED_HEADERS = ("billed inst-h", "billed $ (list)", "$ vs blog")
 BILLED_NOTE = (
@@ -18,9 +18,7 @@ BILLED_NOTE = (
 def billed(replay) -> dict:
     """The replay's billable instance-hours and their cost."""
     fees = {
-        plan.name: LIST_PRICES[plan.instance_type]
-        * sum(r.count * (r.end - r.start) for r in plan.reservations)
-        / HOUR
+        plan.name: LIST_PRICES[plan.instance_type] * reserved_hours(plan)
         for plan in replay.settings.plans
     }
     prices = Prices(plan_fees=fees)

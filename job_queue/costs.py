@@ -50,8 +50,7 @@ class Prices:
         """Each plan's price per instance-hour (by ARN): its fee over its reserved hours."""
         rates = {}
         for plan in plans:
-            fee = self.plan_fees.get(plan.name, 0.0)
-            hours = sum(r.count * (r.end - r.start) for r in plan.reservations) / HOUR
+            fee, hours = self.plan_fees.get(plan.name, 0.0), reserved_hours(plan)
             rates[plan.arn] = fee / hours if fee and hours > 0 else 0.0
         return rates
 
@@ -61,6 +60,11 @@ class Prices:
         if plan is not None:
             return plan_rates.get(plan, 0.0)
         return self.per_hour.get(itype, 0.0)
+
+
+def reserved_hours(plan: TrainingPlan) -> float:
+    """The instance-hours ``plan`` reserves, over all its reservations."""
+    return sum(r.count * (r.end - r.start) for r in plan.reservations) / HOUR
 
 
 def parse_prices(text: str, source: str = "Prices") -> Prices:

@@ -86,7 +86,6 @@ class UsageRecord:
         return sum(s.seconds for s in self.spans if s.phase.billed) * self.instances
 
 
-# Jobs claimed before the ledger existed have no claim time: their provisioning is unknown.
 NOT_STARTED = "not-started"  # a start SageMaker refused: the claim held capacity, nothing ran
 
 
@@ -98,7 +97,7 @@ def attempt_record(job: Job, attempts, end: float, ended: bool = True) -> UsageR
     current = attempts[-1] if attempts else None
     if current is not None and current.sagemaker_job_name != job.attempt_name:
         current = None  # it never ran: only the claim held the instances
-    if claimed is None:
+    if claimed is None:  # claimed before the ledger existed: its provisioning is unknown
         if current is None:
             return None
         claimed = current.started_at

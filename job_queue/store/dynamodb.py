@@ -28,7 +28,7 @@ from job_queue.store.ledger_writes import LedgerWrites, recorded
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
 from job_queue.store.pool_writes import IDLE_POOL, PoolWrites
-from job_queue.store.reads import Holders, TableReads, _code
+from job_queue.store.reads import Holders, TableReads
 from job_queue.store.runs import RunTimes
 from job_queue.store.table import POOL_KEY, TTL_ATTRIBUTE
 
@@ -275,13 +275,13 @@ class DynamoJobStore(
         if waiting is not None:
             actions.append(table.put(codecs.waiting_item(waiting)))
             line = {line_of(waiting): 1}
-        held = ledger.attempt_record(job, changes.get("attempts") or job.attempts, now)
+        held = recorded(ledger.attempt_record(job, changes.get("attempts") or job.attempts, now))
         self._transact(
             *actions,
             *self._accounts(line, self._attempt_usage(job, changes, now)),
             *self._ledger(held),
         )
-        return recorded(held)
+        return held
 
     # -- jobs started outside the queue -------------------------------------------------------
 
@@ -409,14 +409,17 @@ class DynamoJobStore(
         except ClientError as exc:
             if _conflict_only(exc):
                 raise Contended(str(exc)) from exc
-            if _code(exc) in ("TransactionCanceledException", "ConditionalCheckFailedException"):
+            if table.error_code(exc) in (
+                "TransactionCanceledException",
+                "ConditionalCheckFailedException",
+            ):
                 raise StaleState(str(exc)) from exc
             raise
 
 
 def _conflict_only(exc: ClientError) -> bool:
     """A cancelled transaction whose only reasons are conflicts with other writes."""
-    if _code(exc) != "TransactionCanceledException":
+    if table.error_code(exc) != "TransactionCanceledException":
         return False
     reasons = {r.get("Code") for r in exc.response.get("CancellationReasons", [])} - {"None"}
     return reasons == {"TransactionConflict"}

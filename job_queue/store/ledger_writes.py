@@ -67,8 +67,8 @@ class LedgerWrites:
     that goes into an ending transaction, and the one read a report makes."""
 
     def _ledger(self, record: UsageRecord | None) -> list[dict]:
-        """The Put action of ``record`` (none if it holds nothing: no time and no bill)."""
-        return [table.put(usage_item(record))] if _kept(record) else []
+        """The Put action of ``record`` (a :func:`recorded` one; None: nothing to put)."""
+        return [] if record is None else [table.put(usage_item(record))]
 
     def usage_records(self, ended_after: float) -> list[UsageRecord]:
         """Every record of what ended after ``ended_after`` (one Query, paged)."""
@@ -80,10 +80,8 @@ class LedgerWrites:
         return [record_from_item(table.de(item)) for page in pages for item in page["Items"]]
 
 
-def _kept(record: UsageRecord | None) -> bool:
-    return record is not None and bool(record.spans or record.billed_s is not None)
-
-
 def recorded(record: UsageRecord | None) -> UsageRecord | None:
-    """What a write put in the ledger: ``record``, if it held anything."""
-    return record if _kept(record) else None
+    """What a write puts in the ledger: ``record``, if it held anything (time or a bill)."""
+    if record is None or not (record.spans or record.billed_s is not None):
+        return None
+    return record

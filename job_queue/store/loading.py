@@ -10,7 +10,6 @@ from botocore.exceptions import ClientError
 from job_queue.models import Job
 from job_queue.store import codecs, table
 from job_queue.store.accounts import line_of
-from job_queue.store.reads import _code
 
 
 class BulkLoading:
@@ -44,5 +43,5 @@ class BulkLoading:
                 ExpressionAttributeValues=table.ser({":top": top}),
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
+            if table.error_code(exc) != "ConditionalCheckFailedException":
                 raise  # (a failed condition: the sequence is past them already)

@@ -73,7 +73,7 @@ class HolderNotes:
                 ExpressionAttributeValues=table.ser(values),
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if table.error_code(exc) == "ConditionalCheckFailedException":  # another sweep sent it
                 return False
             raise
         return True

@@ -31,7 +31,7 @@ class PoolWrites:
         a job on the pool claims it, which fails once it is gone. With ``audit``, the line is
         added to the trail of the job that left the pool, in the same transaction;
         ``billed_s``: what SageMaker says it billed for the pool, for the ledger."""
-        held = pool_record(pool, now, billed_s)
+        held = recorded(pool_record(pool, now, billed_s))
         writes = [
             table.update(POOL_KEY, "REMOVE pools.#pool", IDLE_POOL, {}, {"#pool": pool.name}),
             *self._accounts({}, self._pool_usage(pool, min(now, pool.expires_at))),
@@ -45,14 +45,14 @@ class PoolWrites:
                 )
             )
         self._transact(*writes)
-        return recorded(held)
+        return held
 
     def drop_pool(self, pool: WarmPool, billed_s: float | None = None) -> UsageRecord | None:
         """A pool claimed by ``pool.claimed_by`` is gone: the job started on it (SageMaker
         moved it) or SageMaker ended it. Its instances were counted by the claimer (its idle
         time until the claim is charged now)."""
         until = pool.claimed_at if pool.claimed_at is not None else pool.since
-        held = pool_record(pool, until, billed_s)
+        held = recorded(pool_record(pool, until, billed_s))
         self._transact(
             table.update(
                 POOL_KEY,
@@ -64,7 +64,7 @@ class PoolWrites:
             *self._accounts({}, self._pool_usage(pool, until)),
             *self._ledger(held),
         )
-        return recorded(held)
+        return held
 
     def unclaim_pool(self, pool: WarmPool) -> None:
         """SageMaker did not start the claimer on the pool: it is idle again, and holds its

@@ -126,7 +126,8 @@ class TableReads:
                     ConditionExpression="attribute_not_exists(pk)",
                 )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":  # another invocation did it
+            # (a failed condition: another invocation did it)
+            if table.error_code(exc) != "ConditionalCheckFailedException":
                 raise
 
     def waiting(
@@ -274,7 +275,3 @@ def _holders_from(holders: Mapping) -> Holders:
         dependents=bool(holders.get("dependents")),
         usage_reported=holders.get("usage_reported"),
     )
-
-
-def _code(exc: ClientError) -> str:
-    return exc.response.get("Error", {}).get("Code", "")

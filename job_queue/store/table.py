@@ -213,3 +213,8 @@ def _from_dynamo(value):
     if isinstance(value, list):
         return [_from_dynamo(v) for v in value]
     return value
+
+
+def error_code(exc) -> str:
+    """The error code of a botocore ClientError (ConditionalCheckFailedException ...)."""
+    return exc.response.get("Error", {}).get("Code", "")
