@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
+from job_queue.budget_config import budgets_from_environment, parse_budgets
 from job_queue.costs import Prices, parse_prices
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import (
     FairShareError,
     fair_share_from_environment,
+    set_in_effect,
     with_weights,
 )
 from job_queue.head_of_line import parse_limits
@@ -22,6 +24,7 @@ from job_queue.limits import Limits, parse_max_preemptions, parse_rules
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import current, plan_entries
 from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.scheduler.budgets import Budget, Holder
 from job_queue.scheduler.fair_share import FairShare, Usage
 from job_queue.scheduler.reservations import TrainingPlan
 from job_queue.scheduler.snapshot import Snapshot
@@ -81,11 +84,20 @@ class Settings:
     fair_share_weights_text: str = ""  # FAIR_SHARE_WEIGHTS as deployed
     limits: Limits = field(default_factory=Limits)  # retries after failures, preemptions
     prices: Prices = field(default_factory=Prices)  # what an instance-hour costs, by type
+    budgets: Mapping[Holder, Budget] = field(default_factory=dict)  # submitters' (BUDGETS)
+    budgets_text: str = ""  # BUDGETS as deployed
 
     def policy_in_effect(self, weights_text: str | None, over: str | None) -> Policy:
         """The policy, with fair-share weights set at run time (PUT /usage/weights) unless
         a deployment changed the weights since (``over``: the deployed text they replaced)."""
         return with_weights(self.policy, self.fair_share_weights_text, weights_text, over)
+
+    def budgets_in_effect(self, set_text: str | None, over: str | None) -> Mapping:
+        """The submitters' budgets, as set at run time (PUT /budgets) unless a deployment
+        changed BUDGETS since (``over``: the deployed text they replaced)."""
+        if set_in_effect(self.budgets_text, set_text, over):
+            return parse_budgets(set_text)
+        return self.budgets
 
     def replacement_shares(self, value: object) -> tuple[Share, ...]:
         """The shares of a PUT /shares body, checked against these settings (ceilings, capped
@@ -138,7 +150,7 @@ class Settings:
         """Settings from TABLE_NAME, CAPACITY, ALLOWED_ROLE_ARNS, QUEUE_NAME, PREEMPTION,
         BACKFILL, MIN_RUN_SECONDS, KEEP_ALIVE_SECONDS, WARM_AFFINITY_SECONDS,
         FINISHED_RETENTION_DAYS, SHARES, DEFAULT_SHARE, ADMIN_PRINCIPALS, MAX_PRIORITY,
-        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS, CHECKPOINT_S3_URI, PRICES and
+        CAPPED_INSTANCE_TYPES, TRAINING_PLAN_ARNS, CHECKPOINT_S3_URI, PRICES, BUDGETS and
         FAIR_SHARE_HALF_LIFE_SECONDS, FAIR_SHARE_LOOKAHEAD_SECONDS, FAIR_SHARE_WEIGHTS."""
         env = os.environ if env is None else env
         table_name = env.get("TABLE_NAME", "")
@@ -202,7 +214,9 @@ class Settings:
             checkpoint_s3_uri=parse_checkpoint_uri(env.get("CHECKPOINT_S3_URI", "")),
             fair_share_weights_text=env.get("FAIR_SHARE_WEIGHTS", ""),
             limits=_limits(env),
-            prices=_prices(env),
+            prices=_checked(lambda e: parse_prices(e.get("PRICES", ""), "PRICES"), env),
+            budgets=_checked(budgets_from_environment, env),
+            budgets_text=env.get("BUDGETS", ""),
         )
         both = sorted(uncapped & set(settings.capacity))
         if both:
@@ -389,9 +403,9 @@ def _limits(env: Mapping[str, str]) -> Limits:
         raise ConfigError(str(exc)) from None
 
 
-def _prices(env: Mapping[str, str]) -> Prices:
+def _checked(parse, env: Mapping[str, str]):
     try:
-        return parse_prices(env.get("PRICES", ""), "PRICES")
+        return parse(env)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -62,6 +62,18 @@ class Prices:
         return self.per_hour.get(itype, 0.0)
 
 
+def key_price(prices: Prices, plans: Iterable[TrainingPlan]):
+    """The price of an instance-hour of a budget's capacity key ("TYPE" or "TYPE PLAN-ARN"),
+    as the usage report prices it."""
+    rates = prices.plan_rates(plans)
+
+    def price(key: str) -> float:
+        itype, _, plan = key.partition(" ")
+        return prices.rate(itype, plan or None, rates)
+
+    return price
+
+
 def reserved_hours(plan: TrainingPlan) -> float:
     """The instance-hours ``plan`` reserves, over all its reservations."""
     return sum(r.count * (r.end - r.start) for r in plan.reservations) / HOUR

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from job_queue.models import Action, Job, Outcome
+from job_queue.scheduler.budgets import add, capacity_key
 from job_queue.scheduler.snapshot import WarmPool
 
 
@@ -155,6 +156,16 @@ def held_now(jobs: Iterable[Job], pools: Iterable[WarmPool], now: float) -> list
         pool_record(pool, pool.claimed_at if pool.claimed_at is not None else now) for pool in pools
     ]
     return [r for r in records if r is not None]
+
+
+def spending(record: UsageRecord) -> dict[int, dict[str, float]]:
+    """What ``record`` held that SageMaker bills, in instance-seconds by UTC day and capacity
+    key (:data:`~job_queue.scheduler.budgets.Spending`), as budgets count it."""
+    spent: dict[int, dict[str, float]] = {}
+    for itype, count in record.demand.items():
+        for span in (s for s in record.spans if s.phase.billed):
+            add(spent, capacity_key(itype, record.plan), count, span.start, span.end)
+    return spent
 
 
 def _lost(job: Job) -> float:

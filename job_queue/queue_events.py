@@ -5,7 +5,9 @@ idle warm pool for another job, one "Training Job Queue Hold Changed" when an ad
 holds, drains or resumes the queue or a share, one "Training Job Queue Blocked" when a
 job waited first in line past its HeadOfLineLimits, and one "Training Job Queue Dependency
 Met" when the jobs a job depends on ended as it needs, so that it joined the line; and
-one "Training Job Queue Usage Report" when a month has ended: its usage report.
+one "Training Job Queue Usage Report" when a month has ended: its usage report; and one
+"Training Job Queue Budget Warning" when a share's or a submitter's spending reaches 80% of
+its budget, and again when it is spent.
 
 The service records each change as it writes it (:class:`StateChange`, on the invocation's
 report); the handler publishes them when the invocation ends, in the order they happened.
@@ -24,6 +26,7 @@ from aws_lambda_powertools import Logger
 from botocore.exceptions import BotoCoreError, ClientError
 
 from job_queue.models import Job, JobState
+from job_queue.scheduler.budgets import Standing
 from job_queue.scheduler.waiting_for import WaitingFor
 
 logger = Logger(child=True)
@@ -35,6 +38,7 @@ HOLD_DETAIL_TYPE = "Training Job Queue Hold Changed"
 BLOCKED_DETAIL_TYPE = "Training Job Queue Blocked"
 READY_DETAIL_TYPE = "Training Job Queue Dependency Met"
 USAGE_DETAIL_TYPE = "Training Job Queue Usage Report"
+BUDGET_DETAIL_TYPE = "Training Job Queue Budget Warning"
 _BATCH = 10  # PutEvents takes at most 10 entries
 
 
@@ -141,7 +145,19 @@ class UsageReported:
 REPORT_ROWS = 50  # an event holds at most 256 KB
 
 
-Change = StateChange | PoolReleased | HoldChanged | JobBlocked | DependencyMet | UsageReported
+@dataclass(frozen=True)
+class BudgetWarning:
+    """A share's or a submitter's spending reached ``level`` (0.8: 80%; 1.0: spent) of its
+    budget."""
+
+    standing: Standing
+    level: float
+    at: float
+
+
+Change = (
+    StateChange | PoolReleased | HoldChanged | JobBlocked | DependencyMet | UsageReported
+) | BudgetWarning
 _DETAIL_TYPES = {
     StateChange: DETAIL_TYPE,
     PoolReleased: POOL_DETAIL_TYPE,
@@ -149,6 +165,7 @@ _DETAIL_TYPES = {
     JobBlocked: BLOCKED_DETAIL_TYPE,
     DependencyMet: READY_DETAIL_TYPE,
     UsageReported: USAGE_DETAIL_TYPE,
+    BudgetWarning: BUDGET_DETAIL_TYPE,
 }
 
 
@@ -162,6 +179,13 @@ def detail(change: Change, queue_name: str) -> dict:
             **change.report,
             "rows": rows[:REPORT_ROWS],
             "more_rows": max(0, len(rows) - REPORT_ROWS),
+            "at": _iso(change.at),
+        }
+    if isinstance(change, BudgetWarning):
+        return {
+            "queue": queue_name,
+            "level": change.level,
+            **change.standing.to_dict(),
             "at": _iso(change.at),
         }
     if isinstance(change, JobBlocked):

@@ -119,10 +119,22 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
             {"by": held.weights_changed_by, "at": iso(held.weights_changed_at)} if changed else None
         )
         answer["report"] = service.usage_report(query, held)
+        answer["budgets"] = [standing.to_dict() for standing in viewed.seen.budgets]
+        set_by = service.settings.budgets_text, held.budgets_text, held.budgets_deployed
+        answer["budgets_changed"] = (
+            {"by": held.budgets_changed_by, "at": iso(held.budgets_changed_at)}
+            if set_in_effect(*set_by)
+            else None
+        )
         return _json(200, answer)
 
     @app.get("/usage")
     def list_usage():
+        return usage()
+
+    @app.put("/budgets")
+    def replace_budgets():
+        service.set_budgets(parse_json(app.current_event.body), caller())
         return usage()
 
     @app.put("/usage/weights")

@@ -1,7 +1,8 @@
 """What admins change at run time and everyone may look at: the quota shares (GET and PUT
 /shares), fair share's usage and weights and the usage ledger's report (GET /usage, PUT
 /usage/weights), and holds on the
-queue or a share (POST /queue/hold, /queue/drain, /queue/resume); and the training plans,
+queue or a share (POST /queue/hold, /queue/drain, /queue/resume), the submitters' budgets
+(PUT /budgets) and the sweep's warnings of budgets nearly spent; and the training plans,
 read again at cold start and in the sweep. A part of
 :class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
 
@@ -9,20 +10,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from job_queue import access, plans
 from job_queue.access import Caller
+from job_queue.budget_config import BudgetError, budgeted, dumps_budgets, parse_budgets
 from job_queue.config import Layout
+from job_queue.costs import key_price
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
 from job_queue.ledger import UsageRecord, held_now
-from job_queue.queue_events import HoldChanged, UsageReported
+from job_queue.queue_events import BudgetWarning, HoldChanged, UsageReported
 from job_queue.retry import RETRIES, busy, until_settled
+from job_queue.scheduler.budgets import DAY, standings, warnings
 from job_queue.scheduler.holds import HoldAction, HoldChange, changed
 from job_queue.scheduler.shares import ShareUsage, usage_with_plans
+from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import Holders
 from job_queue.usage_report import (
@@ -68,6 +74,17 @@ class RunTimeSettings:
         held = self.store.holders()
         return self.view(held), held
 
+    def with_budgets(self, seen: Snapshot, layout: Layout, held: Holders) -> Snapshot:
+        """``seen`` with where each budgeted share and submitter stands (one Query each)."""
+        submitters = self.settings.budgets_in_effect(held.budgets_text, held.budgets_deployed)
+        budgets = budgeted(layout.shares, submitters)
+        if not budgets:
+            return seen
+        first = int(seen.now // DAY) - max(b.window_days for b in budgets.values()) + 1
+        ended = self.store.spent(budgets, first)
+        price = key_price(self.settings.prices, layout.plans)
+        return replace(seen, budgets=standings(budgets, ended, seen, price))
+
     def usage_report(self, query: Mapping[str, str], held: Holders) -> dict:
         """The usage ledger's report over the window ``query`` asks for (GET /usage's
         since, until, by), counting what holds instances now (``held``) so far."""
@@ -97,6 +114,34 @@ class RunTimeSettings:
             records = self._held(window, held)
             report = usage_report(records, window, self.settings.prices, layout.plans)
             self.report.changes.append(UsageReported(month, report, now))
+
+    def set_budgets(self, value: object, caller: Caller) -> None:
+        """Replace the submitters' budgets without a deployment (admins only), then
+        schedule: a raised budget lets its jobs start."""
+        access.check_admin(caller, "change the budgets")
+        if not isinstance(value, dict):
+            raise InvalidRequest(
+                'the budgets must be a JSON object such as {"alice": {"instance_hours": 100}}'
+            )
+        try:
+            budgets = parse_budgets(json.dumps(value), "budgets")
+        except BudgetError as exc:
+            raise InvalidRequest(str(exc)) from None
+        self.store.holders()  # a new table's holders item, which keeps them
+        text = dumps_budgets(budgets)
+        self.store.set_budgets(text, self.settings.budgets_text, caller.arn, self.clock())
+        logger.info("budgets changed", extra={"budgets": json.loads(text), "by": caller.arn})
+        self.schedule()
+
+    def warn_of_budgets(self, seen: Snapshot, held: Holders) -> None:
+        """The sweep's warnings of budgets 80% spent, and spent: once per level reached (the
+        sweep that records the levels sends them)."""
+        before = held.budgets_warned
+        levels, send = warnings(seen.budgets, before or {})
+        if levels == (before or {}) or not self.store.set_budgets_warned(levels, before):
+            return
+        for standing, level in send:
+            self.report.changes.append(BudgetWarning(standing, level, seen.now))
 
     def set_weights(self, value: object, caller: Caller) -> None:
         """Replace the fair-share weights without a deployment (admins only), then

@@ -172,7 +172,7 @@ class QueueService(RunTimeSettings):
         layout = self.layout(held)
         policy = self.settings.policy_in_effect(held.weights_text, held.weights_deployed)
         accounts = self.store.accounts(held)
-        seen = layout.seen(held, self.clock(), accounts)
+        seen = self.with_budgets(layout.seen(held, self.clock(), accounts), layout, held)
         fair = policy.fair_share
         standing = fair_share.standings(seen, fair) if fair else None
         return View(layout, policy, seen, self.store.reading(accounts, standing), accounts)
@@ -343,6 +343,7 @@ class QueueService(RunTimeSettings):
         if self._actions.head_of_line(held.blocking, why, self.settings.limits.head_of_line):
             self.schedule()  # the jobs behind one it failed may start now
         self.report_last_month(held)
+        self.warn_of_budgets(scheduled.seen, held)
 
     def _repair(self, active: ActiveJob) -> None:
         job = self.store.get(active.name)

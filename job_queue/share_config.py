@@ -14,7 +14,8 @@ reservations count toward the share's limit, and a plan counts toward one share 
 optional fields say who may use a share (:mod:`job_queue.access`): ``max_priority``, the
 highest priority a non-admin may give its jobs (at most the queue's ``MaxPriority``), and
 ``submitters``, the IAM ARN patterns of those who may submit to it
-(``["arn:aws:iam::123456789012:role/vision-*"]``).
+(``["arn:aws:iam::123456789012:role/vision-*"]``). ``budget`` (:mod:`job_queue.budget_config`)
+is what the share may spend over time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from job_queue.access import PatternError, check_patterns
+from job_queue.budget_config import BudgetError, parse_budget
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
 from job_queue.plans import NOT_READ, plan_entries
 from job_queue.scheduler.reservations import TrainingPlan
@@ -39,6 +41,7 @@ _FIELDS = {
     "in_share_preemption",
     "max_priority",
     "submitters",
+    "budget",
 }
 
 
@@ -121,6 +124,8 @@ def share_to_dict(share: Share) -> dict:
         out["max_priority"] = share.max_priority
     if share.submitters:
         out["submitters"] = list(share.submitters)
+    if share.budget is not None:
+        out["budget"] = share.budget.to_dict()
     return out
 
 
@@ -196,6 +201,13 @@ def _parse_share(item: object, where: str) -> Share:
         submitters = check_patterns(submitters, f"{where}: submitters")
     except PatternError as exc:
         raise SharesError(str(exc)) from None
+    budget = None
+    if "budget" in item:
+        try:
+            budget = parse_budget(item["budget"], where)
+        except BudgetError as exc:
+            raise SharesError(str(exc)) from None
     return Share(
-        name, limits, strategy, borrow_limit, in_share, max_priority, submitters, tuple(plans)
-    )
+        name, limits, strategy, borrow_limit, in_share, max_priority, submitters, tuple(plans),
+        budget,
+    )  # fmt: skip

@@ -25,6 +25,7 @@ from job_queue.costs import HOUR, Prices
 from job_queue.errors import InvalidRequest
 from job_queue.ledger import Phase, UsageRecord
 from job_queue.models import Outcome
+from job_queue.scheduler.budgets import DAY, by_day
 from job_queue.scheduler.reservations import TrainingPlan
 
 GROUPS = ("submitter", "share", "type", "job")
@@ -218,11 +219,8 @@ def _in(moment: float, window: Window) -> bool:
 
 def _by_day(start: float, end: float, window: Window) -> Iterable[tuple[str, float]]:
     """A span's seconds in the window, by UTC day."""
-    start, end = max(start, window.since), min(end, window.until)
-    while start < end:
-        day_end = (start // 86400 + 1) * 86400
-        yield _day(start), min(end, day_end) - start
-        start = day_end
+    for day, seconds in by_day(max(start, window.since), min(end, window.until)).items():
+        yield _day(day * DAY), seconds
 
 
 def _day(moment: float) -> str:

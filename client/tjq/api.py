@@ -137,6 +137,10 @@ class QueueClient:
         """PUT /usage/weights: replace the fair-share weights (admins), answered as usage()."""
         return self._call("PUT", "/usage/weights", weights)
 
+    def set_budgets(self, budgets: dict) -> dict:
+        """PUT /budgets: replace the submitters' budgets (admins), answered as usage()."""
+        return self._call("PUT", "/budgets", budgets)
+
     def set_shares(self, shares: list) -> dict:
         """PUT /shares: replace the quota shares (a shares file's list) without deploying."""
         return self._call("PUT", "/shares", shares)

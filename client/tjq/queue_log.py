@@ -20,6 +20,15 @@ def event_line(detail: dict) -> str:
             f"{total['billable_instance_hours']:g} billable instance-hours, "
             f"${total['cost_usd']:,.2f}, {total['jobs']} jobs, {total['preemptions']} preemptions"
         )
+    if detail.get("holder"):  # a budget 80% spent, or spent
+        budget = detail["budget"]
+        unit = "dollars" if "dollars" in budget else "instance-hours"
+        amount = budget.get("dollars", budget.get("instance_hours"))
+        said = "spent" if detail["is_spent"] else f"{detail['level']:.0%} spent"
+        return (
+            f"{detail['at']} budget of {detail['holder']} {said}: {detail['spent']:g} of "
+            f"{amount:g} {unit} in {budget['window_days']} days"
+        )
     if detail.get("blocked_for"):  # first in line past its HeadOfLineLimits
         done = "cancelled (failed)" if detail["action"] == "cancel" else "alarm"
         why = detail["waiting_for"]["message"]

@@ -47,6 +47,31 @@ def report_text(report: dict, over: str | None = None, shown: int | None = None)
     return "\n".join(lines)
 
 
+def budgets_text(budgets: list[dict]) -> str:
+    """Where each budget stands (GET /usage's ``budgets``), as a table."""
+    from tabulate import tabulate
+
+    rows = [
+        [
+            b["holder"],
+            f"{b['spent']:.1f} of {_amount(b['budget'])}",
+            f"{b['spent_fraction']:.0%}" if b["spent_fraction"] is not None else "-",
+            b["budget"]["window_days"],
+            b["budget"]["when_spent"],
+            ("spent; frees " + (b["frees_at"] or "never")) if b["is_spent"] else "",
+        ]
+        for b in budgets
+    ]
+    headers = ["budget of", "spent", "used", "window (days)", "when spent", ""]
+    return "budgets\n\n" + tabulate(rows, headers)
+
+
+def _amount(budget: dict) -> str:
+    if "dollars" in budget:
+        return f"${budget['dollars']:g}"
+    return f"{budget['instance_hours']:g} instance-h"
+
+
 def report_csv(report: dict) -> str:
     """The report's rows as CSV (no total), hours by phase and counts as numbers."""
     by = report["by"]

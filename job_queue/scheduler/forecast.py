@@ -252,7 +252,11 @@ class _Replay:
             if job.state is not JobState.PREEMPTING:  # it ended as the replay assumes
                 cancelled = job.state is JobState.CANCELLING
                 self.states[job.name] = JobState.CANCELLED if cancelled else JobState.COMPLETED
-            if job.state is JobState.PREEMPTING:
+            # A job the queue was read with (requeued after the snapshot was read) is in
+            # line already: it goes back only once.
+            if job.state is JobState.PREEMPTING and all(
+                w.name != job.name for _, w in self.waiting
+            ):
                 back = WaitingJob(
                     job.name,
                     job.priority,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from job_queue.models import Demand, JobState
-from job_queue.scheduler import reservations
+from job_queue.scheduler import budgets, reservations
 from job_queue.scheduler.backfill import latest_start
 from job_queue.scheduler.holds import drained, hold_on
 from job_queue.scheduler.instances import free_and_releasing, release, take
@@ -39,6 +39,7 @@ class PassState:
     """The counts one pass decides on, and the decisions so far (see :class:`Planner`)."""
 
     def __init__(self, seen: Snapshot, policy: Policy, lost_work: LostWork | None) -> None:
+        seen = budgets.lowered(seen)  # spent budgets' running jobs: the first victims
         now, capacity, shares, plans = seen.now, seen.capacity, seen.shares, seen.plans
         active, pools, outside = seen.active, seen.pools, seen.outside
         self._plans = tuple(plans)

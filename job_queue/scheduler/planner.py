@@ -84,6 +84,7 @@ from collections.abc import Iterable
 
 from job_queue.scheduler import affinity, fair_share, waiting_for
 from job_queue.scheduler.affinity import Deferral, WarmAffinity
+from job_queue.scheduler.budgets import BudgetStep, Standing
 from job_queue.scheduler.diagnosis import Diagnosis
 from job_queue.scheduler.holds import hold_on
 from job_queue.scheduler.order import LostWork, least_lost_first
@@ -106,7 +107,7 @@ DEFAULT_POLICY = Policy()
 __all__ = ["DEFAULT_POLICY", "WHOLE_QUEUE", "Planner", "explain", "plan"]
 
 
-class Planner(WarmAffinity, Placement, Diagnosis):
+class Planner(BudgetStep, WarmAffinity, Placement, Diagnosis):
     """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
 
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
@@ -130,6 +131,8 @@ class Planner(WarmAffinity, Placement, Diagnosis):
         super().__init__(seen, policy, lost_work)
         self._collected: dict[tuple[str, str], int] = {}
         self._borrowers: list[WaitingJob] = []  # in queue order
+        self._lowered: list[tuple[WaitingJob, Standing]] = []  # spent budgets: decided last
+        self._lowering = False  # deciding them now
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -154,6 +157,8 @@ class Planner(WarmAffinity, Placement, Diagnosis):
             gone = f"its share {job.share} is no longer one of the queue's shares"
             self._waits(job, WaitingFor(Reason.NO_CAPACITY, gone, share=job.share))
             return
+        if self._budget_step(job):
+            return
         placed = self._place(job, share)
         if placed is None:  # it waits for a training plan that could take it
             typed = [p for p in self._plans if p.instance_type in job.demand]
@@ -171,7 +176,7 @@ class Planner(WarmAffinity, Placement, Diagnosis):
             return
         keys = [(share.name, itype) for itype in job.demand]
         if any(key in self._held for key in keys):
-            if all(key in self._collecting for key in keys):
+            if all(key in self._collecting for key in keys) and not self._lowering:
                 self._collect(job, keys)  # behind a borrower: it may borrow too
             else:
                 self._close(job, share)
@@ -184,7 +189,11 @@ class Planner(WarmAffinity, Placement, Diagnosis):
         if pool is not None:
             self._start_on(job, pool, share)
             return
-        if self._admits(job, share, borrow=False, may_defer=may_defer):
+        if self._admits(job, share, borrow=False, may_defer=may_defer and not self._lowering):
+            return
+        if self._lowering:  # a spent budget's job: only what nobody else wants, no preempting
+            if not (share.borrows and self._admits(job, share, borrow=True, may_defer=False)):
+                self._hold(job, share)
             return
         victims = self._reclaim(job, share)
         if victims is not None:
@@ -226,6 +235,7 @@ class Planner(WarmAffinity, Placement, Diagnosis):
             else:
                 self._waits(job, self._diagnose(job, share))
                 closed.update(keys)
+        self._decide_lowered()
         return self._decided()
 
     def _borrowing_order(self) -> list[WaitingJob]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from job_queue.models import Demand
+from job_queue.scheduler.budgets import Budget
 from job_queue.scheduler.reservations import TrainingPlan, key_type, on_plan
 from job_queue.scheduler.snapshot import ActiveJob, WarmPool
 
@@ -54,6 +55,7 @@ class Share:
     submitters: tuple[str, ...] = ()  # ARN patterns of who may submit to it (empty: anyone)
     # Training plans whose open reservations count toward its limit: (instance type, ARN).
     plans: tuple[tuple[str, str], ...] = ()
+    budget: Budget | None = None  # what it may spend over time (job_queue.scheduler.budgets)
 
     @property
     def lends(self) -> bool:

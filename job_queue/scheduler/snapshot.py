@@ -11,6 +11,7 @@ from job_queue.models import Checkpointing, Demand, JobState
 from job_queue.scheduler.fair_share import FairShare, Usage
 
 if TYPE_CHECKING:
+    from job_queue.scheduler.budgets import Standing
     from job_queue.scheduler.holds import QueueHold
     from job_queue.scheduler.reservations import TrainingPlan
     from job_queue.scheduler.shares import Share
@@ -223,9 +224,10 @@ class Snapshot:
     shares: tuple[Share, ...] = ()
     usage: Usage = field(default_factory=Usage)  # fair share: usage of the work that ended
     holds: tuple[QueueHold, ...] = ()  # an admin holds or drains the queue, or shares of it
+    budgets: tuple[Standing, ...] = ()  # where each budgeted share and submitter stands
 
     def __post_init__(self) -> None:
-        for name in ("active", "pools", "outside", "plans", "shares", "holds"):
+        for name in ("active", "pools", "outside", "plans", "shares", "holds", "budgets"):
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))

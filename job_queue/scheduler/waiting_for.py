@@ -39,6 +39,7 @@ class Reason(StrEnum):
     HELD = "held"  # an admin holds the queue (or its share)
     DEPENDENCY = "dependency"  # jobs it depends on have not ended as it needs yet
     NO_CAPACITY = "no-capacity"  # its instance type or share is no longer in the layout
+    BUDGET = "budget"  # its share or submitter spent its budget (instance-hours or dollars)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What the holders item also keeps that is not a holding: the training plans as last read,
-the sweep's count of waiting jobs, fair-share weights set at run time, and the jobs first in
-line that HeadOfLineLimits counts. Written without a version bump: no plan depends on them
-being the latest."""
+the sweep's count of waiting jobs, fair-share weights and budgets set at run time, the budgets
+warned of, and the jobs first in line that HeadOfLineLimits counts. Written without a
+version bump: no plan depends on them being the latest."""
 
 from __future__ import annotations
 
@@ -47,33 +47,54 @@ class HolderNotes:
         """Replace the fair-share weights at run time (until a deployment changes
         ``deployed``), recording who did, and when. No version bump: a pass that ordered the
         queue by the old weights has ordered it as the admins wanted a moment before."""
-        values = {":w": weights_text, ":deployed": deployed, ":by": changed_by, ":now": now}
+        self._set_run_time("weights", weights_text, deployed, changed_by, now)
+
+    def set_budgets(self, budgets_text: str, deployed: str, changed_by: str, now: float) -> None:
+        """Replace the submitters' budgets at run time (until a deployment changes
+        ``deployed``), recording who did, and when. No version bump: the next pass reads
+        them, and a budget never stops a running job."""
+        self._set_run_time("budgets", budgets_text, deployed, changed_by, now)
+
+    def _set_run_time(self, name: str, text: str, deployed: str, by: str, now: float) -> None:
+        values = {":text": text, ":deployed": deployed, ":by": by, ":now": now}
+        fields = ("", "_deployed", "_changed_by", "_changed_at")
         self._db.update_item(
             TableName=self._table,
             Key=table.ser(POOL_KEY),
-            UpdateExpression="SET weights = :w, weights_deployed = :deployed, "
-            "weights_changed_by = :by, weights_changed_at = :now",
+            UpdateExpression="SET #f0 = :text, #f1 = :deployed, #f2 = :by, #f3 = :now",
             ConditionExpression="attribute_exists(version)",
+            ExpressionAttributeNames={f"#f{i}": name + suffix for i, suffix in enumerate(fields)},
             ExpressionAttributeValues=table.ser(values),
         )
+
+    def set_budgets_warned(self, warned: Mapping[str, float], previous: Mapping | None) -> bool:
+        """Which budgets were warned of, at which level (a holder, 0.8 or 1.0), if no other
+        sweep changed them since they were ``previous``: whether this one may send its
+        warnings."""
+        before = dict(previous) if previous is not None else None
+        return self._set_unless_changed("budgets_warned", dict(warned), before)
 
     def set_usage_reported(self, month: str, previous: str | None) -> bool:
         """The monthly usage report of ``month`` is sent, if no other sweep sent it since
         the last one (``previous``) was: whether this one may send it."""
-        condition = (
-            "usage_reported = :previous" if previous else "attribute_not_exists(usage_reported)"
-        )
-        values = {":month": month, **({":previous": previous} if previous else {})}
+        return self._set_unless_changed("usage_reported", month, previous or None)
+
+    def _set_unless_changed(self, name: str, value, previous) -> bool:
+        """Set the note ``name`` to ``value`` if it is still ``previous`` (None: unset):
+        whether this invocation did (another sweep may have, since it was read)."""
+        condition = "#note = :previous" if previous is not None else "attribute_not_exists(#note)"
+        values = {":value": value, **({":previous": previous} if previous is not None else {})}
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key=table.ser(POOL_KEY),
-                UpdateExpression="SET usage_reported = :month",
+                UpdateExpression="SET #note = :value",
                 ConditionExpression=f"attribute_exists(version) AND {condition}",
+                ExpressionAttributeNames={"#note": name},
                 ExpressionAttributeValues=table.ser(values),
             )
         except ClientError as exc:
-            if table.error_code(exc) == "ConditionalCheckFailedException":  # another sweep sent it
+            if table.error_code(exc) == "ConditionalCheckFailedException":  # another sweep did
                 return False
             raise
         return True

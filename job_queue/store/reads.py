@@ -56,6 +56,11 @@ class Holders:
     blocking: Mapping[str, Blocking] = field(default_factory=dict)  # HeadOfLineLimits' counts
     dependents: bool = False  # a dependent job was queued once: passes read DEPENDENT
     usage_reported: str | None = None  # the last month whose usage report was sent
+    budgets_text: str | None = None  # submitters' budgets set at run time (PUT /budgets)
+    budgets_deployed: str | None = None  # the deployed budgets they replaced
+    budgets_changed_by: str | None = None  # who set them, and when
+    budgets_changed_at: float | None = None
+    budgets_warned: Mapping[str, float] | None = None  # holder -> level warned of (0.8, 1.0)
 
     def idle_pools(self, now: float) -> tuple[WarmPool, ...]:
         """The warm pools that hold instances now: no job is being started on them, and
@@ -274,4 +279,9 @@ def _holders_from(holders: Mapping) -> Holders:
         blocking=blocking_from(holders.get("blocking", {})),
         dependents=bool(holders.get("dependents")),
         usage_reported=holders.get("usage_reported"),
+        budgets_text=holders.get("budgets"),
+        budgets_deployed=holders.get("budgets_deployed"),
+        budgets_changed_by=holders.get("budgets_changed_by"),
+        budgets_changed_at=holders.get("budgets_changed_at"),
+        budgets_warned=holders.get("budgets_warned"),
     )

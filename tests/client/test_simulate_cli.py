@@ -204,6 +204,39 @@ def test_missing_workload_file(capsys, tmp_path):
     assert code == 1 and "cannot read" in err
 
 
+SPENDERS = """name,submit_s,duration_s,priority,instance_type,instance_count,submitter
+alice-1,0,3600,1,ml.p5.48xlarge,1,alice
+alice-2,100,600,1,ml.p5.48xlarge,1,alice
+bob-1,200,600,0,ml.p5.48xlarge,1,bob
+"""
+
+
+def test_a_replay_tries_how_big_a_budget_should_be(capsys, tmp_path):
+    trace, budgets = tmp_path / "spenders.csv", tmp_path / "budgets.json"
+    trace.write_text(SPENDERS)
+    argv = ["simulate", str(trace), "--capacity", "ml.p5.48xlarge=1", "--json"]
+
+    def first_starts(budget: str) -> dict:
+        budgets.write_text(budget)
+        code, out, err = smq(capsys, *argv, "--budgets", str(budgets))
+        assert code == 0, err
+        return {job["name"]: job["first_start_s"] for job in json.loads(out)["jobs"]}
+
+    # Enough for alice's two jobs: hers go first, by priority.
+    assert first_starts('{"alice": {"instance_hours": 2}}') == {
+        "alice-1": 0.0, "alice-2": 3600.0, "bob-1": 4200.0,
+    }  # fmt: skip
+    # One instance-hour: alice's second job waits a day for her window to free; bob's goes.
+    assert first_starts('{"alice": {"instance_hours": 1, "window_days": 1}}') == {
+        "alice-1": 0.0, "bob-1": 3600.0, "alice-2": 86400.0,
+    }  # fmt: skip
+
+    budgets.write_text('{"alice": {"instance_hours": 1, "when_spent": "later"}}')
+    code, _, err = smq(capsys, *argv, "--budgets", str(budgets))
+    assert code == 1
+    assert f"--budgets {budgets}: alice: budget: when_spent must be wait or lowest-priority" in err
+
+
 def test_negative_latency_is_a_usage_error(capsys, workload):
     with pytest.raises(SystemExit) as exited:
         main(["simulate", workload, "--capacity", "ml.p5.48xlarge=2", "--stop-latency", "-1"])

@@ -9,7 +9,9 @@ from tjq.api import QueueClient
 from tjq.cli import main
 from tjq.local.cloud import training_request
 
+from job_queue import tags
 from job_queue.scheduler import Policy
+from job_queue.scheduler.budgets import Budget, Holder, Unit
 from job_queue.scheduler.fair_share import FairShare
 from tests.client.conftest import quiet_local_api
 
@@ -105,3 +107,28 @@ def test_usage_asked_for_a_window_it_cannot_read_says_which_option(fair_api, mon
     with pytest.raises(SystemExit):
         main(["usage", "--by", "team"])
     assert "invalid choice: 'team'" in capsys.readouterr().err
+
+
+def test_usage_shows_where_each_budget_stands(monkeypatch, capsys):
+    frozen = {Holder("submitter", "alice"): Budget(0, Unit.DOLLARS)}
+    with quiet_local_api(capacity={"ml.p5.48xlarge": 1}, budgets=frozen) as local:
+        for name, value in local.environment().items():
+            monkeypatch.setenv(name, value)
+        client = QueueClient.from_environment()
+        request = training_request("alice-frozen", 1)
+        request["Tags"].append({"Key": tags.FAIR_SHARE_ID, "Value": "alice"})
+        client.submit(request)
+        why = client.job("alice-frozen")["waiting_for"]
+        assert why["code"] == "budget" and "submitter alice spent its budget" in why["message"]
+
+        assert main(["usage"]) == 0
+        out = capsys.readouterr().out
+        row = next(line for line in out.splitlines() if line.startswith("submitter alice"))
+        assert "0.0 of $0" in row and "wait" in row and "spent; frees never" in row
+        assert main(["usage", "--json"]) == 0
+        (standing,) = json.loads(capsys.readouterr().out)["budgets"]
+        assert standing["is_spent"] and standing["budget"] == {
+            "dollars": 0.0,
+            "window_days": 30,
+            "when_spent": "wait",
+        }

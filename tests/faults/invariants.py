@@ -17,6 +17,7 @@ from job_queue.ledger import NOT_STARTED
 from job_queue.limits import ran_for
 from job_queue.models import Action, JobState, Outcome
 from job_queue.scheduler import dependencies
+from job_queue.scheduler.budgets import Holder
 
 _HOLDING = ("InProgress", "Stopping")
 _STATUS_OF = {
@@ -118,11 +119,23 @@ def all_ended(world) -> bool:
         return False
     for name in world.names:
         job = world.store.get(name)
-        if job is not None and not job.state.is_finished:
+        if job is not None and not job.state.is_finished and not _held_by_budget(world, job):
             return False
     return not any(
         _owner(world, j) and j.status in _HOLDING for j in world.cloud.sagemaker.jobs.values()
     )
+
+
+def _held_by_budget(world, job) -> bool:
+    """A waiting job whose submitter spent the budget deployed for it: the ledger (not the
+    queue's own explanation) shows the instance-hours of its window used up."""
+    budget = world.cloud.settings.budgets.get(Holder("submitter", job.submitter))
+    if budget is None or not job.state.is_waiting:
+        return False
+    since = world.clock() - budget.window_days * 86400
+    records = world.store.usage_records(since)
+    spent = sum(r.billable_instance_s for r in records if r.submitter == job.submitter)
+    return spent / 3600 >= budget.amount
 
 
 def at_the_end(world) -> list[str]:
@@ -156,6 +169,8 @@ def at_the_end(world) -> list[str]:
         if job.dependency is not None:
             ended = _dependency_end(world, name, job, ended)
             found += _started_after_parents(world, name, job)
+        if _held_by_budget(world, job):
+            ended = job.state  # it waits for its submitter's budget, as it must
         if job.state not in (ended, JobState.COMPLETED):
             why = f" ({job.failure_reason})" if job.failure_reason else ""
             found.append(f"{name} ended {job.state}{why}, not {ended}")

@@ -9,7 +9,8 @@ retried, a job started outside the queue and its end); a job failed at the head 
 line past its HeadOfLineLimits, or stopped past its max-total-runtime; jobs that depend on
 others (queued, joining the line, cancelled with their parent); warm pools (kept, started on,
 released, refused, expired, unclaimed); training plans; shares replaced at run time; an
-admin's drain and resume; and the sweep's repairs.
+admin's drain and resume; budgets (spent, raised by an admin, warned of); and the sweep's
+repairs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from job_queue import tags
 from job_queue.head_of_line import Act, HeadOfLineLimit
 from job_queue.limits import Limits
 from job_queue.scheduler import Policy, Share, Strategy
+from job_queue.scheduler.budgets import Budget, Holder
 from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.waiting_for import Reason
 from tests.faults.wire import Outage
@@ -275,6 +277,18 @@ TEAMS = (
 )
 ADMIN = "arn:aws:iam::123456789012:user/testing"
 FAIR = {"policy": Policy(fair_share=FairShare(half_life_s=3600.0))}
+# Alice may spend 5 instance-minutes a day: one 300 s job spends it.
+ALICE_BUDGET = {
+    "budgets": {Holder("submitter", "alice"): Budget(300 / 3600, window_days=1)},
+    "strict_order": False,
+}
+
+
+def _alice_spent(world: World) -> None:
+    world.submit(_by("a", "alice"))
+    world.run_for(400)
+    world.submit(_by("b", "bob"))
+
 
 SCENARIOS = (
     Scenario("the first submission to a new queue starts at once", _submit("a")),
@@ -531,5 +545,27 @@ SCENARIOS = (
             world.run_for(900),
         ),
         {**FAIR, **KEEP_POOLS},
+    ),
+    Scenario(
+        "alice spent her budget: her next submission waits, bob's starts",
+        lambda world, kill: world.submit(_by("a2", "alice"), kill=kill),
+        _alice_spent,
+        ALICE_BUDGET,
+    ),
+    Scenario(
+        "an admin raises alice's spent budget, and her waiting job starts",
+        _request("PUT", "/budgets", {"alice": {"instance_hours": 10}}, caller=ADMIN),
+        lambda world: (_alice_spent(world), world.submit(_by("a2", "alice"))),
+        ALICE_BUDGET,
+    ),
+    Scenario(
+        "the sweep warns that alice's budget is 80% spent",
+        _sweep,
+        lambda world: (
+            setattr(world, "sweeping", False),
+            world.submit(_by("a", "alice")),
+            world.run_for(250),
+        ),
+        ALICE_BUDGET,
     ),
 )

@@ -3,7 +3,7 @@
 import io
 
 import pytest
-from tjq.simulate.engine import SimSettings, simulate
+from tjq.simulate.engine import Decision, SimSettings, simulate
 from tjq.simulate.handler_engine import (
     decisions_through_handler,
     replay_through_handler,
@@ -14,10 +14,13 @@ from tjq.simulate.workload import parse_workload
 
 from job_queue.costs import Prices
 from job_queue.scheduler import Policy, Share, Strategy, total_capacity
+from job_queue.scheduler.budgets import Budget, Holder, WhenSpent
 from job_queue.scheduler.fair_share import FairShare
 from job_queue.usage_report import Window, usage_report
 
 G5 = "ml.g5.xlarge"
+P5 = "ml.p5.48xlarge"
+LOWEST = WhenSpent.LOWEST_PRIORITY
 
 BLOG = """name,submit_s,duration_s,priority,instance_type,instance_count
 job1,0,600,1,ml.p5.48xlarge,1
@@ -307,3 +310,54 @@ def test_both_engines_report_the_same_usage_and_cost(workload, capacity, keep_al
 
     assert fast["rows"] == usage_report(real, window, prices)["rows"]
     assert fast["total"]["preemptions"] >= 1 and fast["total"]["cost_usd"] > 0
+
+
+SPENDING = """name,submit_s,duration_s,priority,instance_type,instance_count,submitter
+alice-1,0,3600,1,ml.p5.48xlarge,1,alice
+alice-2,60,3600,5,ml.p5.48xlarge,1,alice
+bob-1,100,3600,0,ml.p5.48xlarge,1,bob
+bob-2,200,1800,0,ml.p5.48xlarge,1,bob
+alice-3,4000,3600,5,ml.p5.48xlarge,1,alice
+bob-3,4100,600,0,ml.p5.48xlarge,2,bob
+"""
+
+
+def test_both_engines_demote_a_budget_spent_mid_stream_alike():
+    capacity = {P5: 2}
+    jobs = parse_workload(io.StringIO(SPENDING), capacity)
+    alice = {Holder("submitter", "alice"): Budget(1.5, window_days=1, when_spent=LOWEST)}
+    settings = SimSettings(capacity, stop_latency=30.0, budgets=alice)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    # Once alice-1 ended, alice had spent her 1.5 instance-hours: bob's priority-0 job
+    # preempted her priority-5 one, and her jobs ran only once bob's wanted nothing more.
+    assert Decision(3600.0, "preempt", "alice-2") in real
+    started = {d.job: d.time for d in real if d.action == "start"}
+    assert started["alice-3"] >= started["bob-3"] + 600 and started["alice-2"] > 3600
+
+
+WINDOW = """name,submit_s,duration_s,priority,instance_type,instance_count,submitter
+alice-1,0,3600,1,ml.p5.48xlarge,1,alice
+alice-2,100,600,1,ml.p5.48xlarge,1,alice
+bob-1,200,600,0,ml.p5.48xlarge,1,bob
+"""
+
+
+def test_both_engines_hold_a_spent_budget_until_its_window_frees_alike():
+    capacity = {P5: 1}
+    jobs = parse_workload(io.StringIO(WINDOW), capacity)
+    alice = {Holder("submitter", "alice"): Budget(1, window_days=1)}
+    settings = SimSettings(capacity, budgets=alice)
+
+    fast = simulate(jobs, settings)
+    real, states = decisions_through_handler(jobs, settings)
+
+    assert sorted_decisions(fast.decisions) == real
+    assert {j.spec.name: j.state for j in fast.jobs} == states
+    started = {d.job: d.time for d in real if d.action == "start"}
+    # bob's later, lower-priority job goes first; alice's waits for the next UTC day.
+    assert started == {"alice-1": 0.0, "bob-1": 3600.0, "alice-2": 86400.0}

@@ -184,6 +184,22 @@ def test_a_job_read_waiting_that_the_snapshot_holds_as_running_is_played_once():
     assert expected["y"].at_latest == NOW + 2 * H
 
 
+def test_a_job_read_waiting_that_the_snapshot_holds_as_stopping_is_played_once():
+    """The queue was read after ``x``'s preemption was requeued, the snapshot before: when its
+    stop ends in the replay, it goes back in line once, not beside its copy from the queue."""
+    stopping = ActiveJob("x", 0, 1, {P5: 1}, JobState.PREEMPTING, NOW - H, H)
+    seen = Snapshot(NOW, {P5: 4}, [stopping])
+    queue = [
+        waiting("x", 1, state=JobState.PREEMPTED),
+        waiting("y", 2, instances=2),
+        waiting("all", 3, instances=4),
+    ]
+    expected = expected_starts(seen, queue, RunHistory({}), POLICY)
+    assert expected["y"].at_latest == NOW
+    assert expected["x"].at_latest == NOW + STOP_S
+    assert expected["all"].at_latest == NOW + STOP_S + H  # once x's one attempt ends
+
+
 def out_of_line(*jobs, **states):
     """Jobs out of line for their dependency (job, depends-on text), and parents' states."""
     entries = [(job, Dependency.parse(text)) for job, text in jobs]

@@ -10,6 +10,8 @@
                                      who held the instances, in which phase, what it cost;
                                      fair share's recent use, and who is next
     smq usage apply WEIGHTS.json     replace the fair-share weights (admins; no deployment)
+    smq budgets [--json]             where each share's and submitter's budget stands
+    smq budgets apply BUDGETS.json   replace the submitters' budgets (admins; no deployment)
     smq queue hold|drain|resume [--share S]  stop starting jobs / also stop the running ones
                                      (requeued) / start again (admins)
     smq show NAME [--json]           one job and its attempts
@@ -22,12 +24,12 @@
                   [--checkpoint-s3-uri URI] [--run-scripts] [--env-file PATH]
                   [--fair-share-half-life S] [--fair-share-lookahead S] [--fair-share-weights F]
                   [--retry-on-failure JSON] [--max-preemptions N] [--head-of-line-limits JSON]
-                  [--prices FILE]
+                  [--prices FILE] [--budgets FILE]
     smq config check [--samconfig FILE] [--capacity JSON] [--shares FILE] [--capped TYPES]
                      [--training-plan-arns ARNS]  check a deployment's parameters together
     smq simulate WORKLOAD.csv (--capacity TYPE=N ... | --shares FILE) [--plan TYPE=N@S-E ...]
                  [--retry-on-failure JSON] [--max-preemptions N] [--json] [--plot F.png]
-                 [--prices FILE] [--usage-by submitter|share|type|job]
+                 [--prices FILE] [--usage-by submitter|share|type|job] [--budgets FILE]
 
 The API is SMQ_API_URL (or --url); through a VPC endpoint's DNS name, also SMQ_API_ID
 (or --api-id). Requests are signed with your AWS credentials.
@@ -162,6 +164,18 @@ def _parser() -> argparse.ArgumentParser:
         "--plot", metavar="FILE.png", help="also draw billable instance-hours per day"
     )
     usage.set_defaults(run=queue.usage)
+
+    budgets = commands.add_parser(
+        "budgets", parents=[api], help="where each budget stands; apply: replace them (admins)"
+    )
+    budgets.add_argument(
+        "action", nargs="?", choices=["apply"], help="apply: replace the submitters' budgets"
+    )
+    budgets.add_argument(
+        "file", nargs="?", help='the budgets file, such as {"alice": {"instance_hours": 100}}'
+    )
+    budgets.add_argument("--json", action="store_true", help="print the API's JSON")
+    budgets.set_defaults(run=queue.budgets)
 
     held = commands.add_parser(
         "queue", parents=[api], help="hold, drain or resume the queue or a share (admins)"
@@ -336,6 +350,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help='what an instance-hour costs, as the Prices setting: {"ml.p5.48xlarge": 55.04, '
         '"training_plans": {"sim-p5-48xlarge": 26500}} (default: the README\'s list prices)',
+    )
+    simulate.add_argument(
+        "--budgets",
+        metavar="FILE",
+        help="budgets by submitter, as the Budgets setting (shares take theirs in --shares): "
+        "jobs of a spent one wait, or run at the lowest priority",
     )
     simulate.add_argument(
         "--usage-by",

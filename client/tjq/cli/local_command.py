@@ -33,6 +33,7 @@ FLAGS = {
     "MAX_PREEMPTIONS": "--max-preemptions",
     "HEAD_OF_LINE_LIMITS": "--head-of-line-limits",
     "PRICES": "--prices",
+    "BUDGETS": "--budgets",
 }
 DEFAULT_CAPACITY = {"ml.p5.48xlarge": 2}
 
@@ -127,6 +128,12 @@ def add_parser(commands) -> None:
         help='what an instance-hour costs in usage reports, such as {"ml.p5.48xlarge": 55.04} '
         "(the Prices setting; default: the README's list prices)",
     )
+    local.add_argument(
+        "--budgets",
+        metavar="FILE",
+        help='budgets by submitter, such as {"alice": {"instance_hours": 100, "window_days": '
+        '30, "when_spent": "wait"}} (the Budgets setting; shares take theirs in --shares)',
+    )
     local.add_argument("--default-share", metavar="S", help="the share of jobs that name none")
     local.add_argument(
         "--admin",
@@ -217,6 +224,7 @@ def local_api(args) -> int:
     affinity = args.warm_affinity
     weights = read_flag_file("--fair-share-weights", args.fair_share_weights)
     prices = read_flag_file("--prices", args.prices)
+    budgets = read_flag_file("--budgets", args.budgets)
     environment = {
         "TABLE_NAME": args.name,
         "QUEUE_NAME": args.name,
@@ -238,6 +246,7 @@ def local_api(args) -> int:
         "MAX_PREEMPTIONS": args.max_preemptions,
         "HEAD_OF_LINE_LIMITS": args.head_of_line_limits,
         "PRICES": prices,
+        "BUDGETS": budgets,
     }
     try:
         settings = Settings.from_environment(environment)
@@ -257,6 +266,7 @@ def local_api(args) -> int:
         policy=Policy(warm_affinity_s=affinity, fair_share=settings.policy.fair_share),
         limits=settings.limits,
         prices=settings.prices,
+        budgets=settings.budgets,
         cold_start_seconds=args.start_seconds,
         warm_start_seconds=args.warm_start_seconds,
         max_priority=args.max_priority,

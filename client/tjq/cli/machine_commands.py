@@ -49,6 +49,7 @@ def simulate(args) -> int:
         return fail(str(exc))
     try:
         prices = _prices(args.prices)
+        budgets = _budgets(args.budgets)
     except ValueError as exc:
         return fail(str(exc))
     try:
@@ -65,6 +66,8 @@ def simulate(args) -> int:
         plans=plans,
         uncapped=uncapped,
         limits=limits,
+        budgets=budgets,
+        prices=prices,
         policy=Policy(
             preemption=not args.no_preemption,
             backfill=not args.no_backfill,
@@ -104,6 +107,15 @@ def _prices(path: str | None):
     if path is None:
         return Prices()
     return parse_prices(read_flag_file("--prices", path), f"--prices {path}")
+
+
+def _budgets(path: str | None) -> dict:
+    """The budgets of ``--budgets FILE`` (none without it); ValueError naming it."""
+    from job_queue.budget_config import parse_budgets
+
+    if path is None:
+        return {}
+    return parse_budgets(read_flag_file("--budgets", path), f"--budgets {path}")
 
 
 def _limits(args):

@@ -195,10 +195,32 @@ def usage(args) -> int:
     if args.plot:
         print(f"\nwrote {args.plot}")
     print()
+    if answer.get("budgets"):
+        print(usage_table.budgets_text(answer["budgets"]) + "\n")
     if answer["fair_share"] is None:
         print(answer["note"])
         return 0
     _fair_share_text(answer)
+    return 0
+
+
+def budgets(args) -> int:
+    if args.action and not args.file:
+        return fail('smq budgets apply needs a file (a JSON object: {"alice": {"dollars": 500}})')
+    api = client(args)
+    answer = api.set_budgets(read_json(args.file)) if args.action else api.usage()
+    if args.json:
+        print(json.dumps({"budgets": answer["budgets"], "changed": answer["budgets_changed"]}))
+        return 0
+    if not answer["budgets"]:
+        print("no budgets: set them in the shares file (budget) or the Budgets parameter")
+        return 0
+    from tjq import usage_table
+
+    print(usage_table.budgets_text(answer["budgets"]))
+    if answer["budgets_changed"]:
+        changed = answer["budgets_changed"]
+        print(f"\nsubmitters' budgets set by {changed['by']} at {changed['at']}")
     return 0
 
 

@@ -8,7 +8,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
@@ -24,6 +24,7 @@ from job_queue.limits import DEFAULT_LIMITS, Limits
 from job_queue.models import MAX_PRIORITY
 from job_queue.sagemaker import outside_pattern, state_change_pattern
 from job_queue.scheduler import Policy, Share, total_capacity
+from job_queue.scheduler.budgets import Budget, Holder
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
 from tjq.local.clock import SimClock
@@ -122,6 +123,7 @@ class LocalCloud:
         checkpoint_s3_uri: str = "",
         limits: Limits = DEFAULT_LIMITS,
         prices: Prices | None = None,
+        budgets: Mapping[Holder, Budget] | None = None,
         run_scripts: bool = False,
         wrap_client: Callable[[str, object], object] | None = None,
     ) -> None:
@@ -158,6 +160,7 @@ class LocalCloud:
             checkpoint_s3_uri=checkpoints.check_base_uri(checkpoint_s3_uri),
             limits=limits,
             prices=prices or Prices(),
+            budgets=dict(budgets or {}),
         )
         self._run_scripts = run_scripts
         self._wrap = wrap_client or (lambda _service, client: client)

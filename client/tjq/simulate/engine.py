@@ -58,6 +58,7 @@ from tjq.simulate.records import (
     SimResult,
     SimSettings,
 )
+from tjq.simulate.spending import Spending
 from tjq.simulate.waiting import Waiting
 from tjq.simulate.warm_pools import WarmPools
 from tjq.simulate.workload import WorkloadJob
@@ -99,7 +100,7 @@ def simulate(
     return _Replay(jobs, settings, progress, decide).run()
 
 
-class _Replay(WarmPools):
+class _Replay(WarmPools, Spending):
     def __init__(self, jobs, settings: SimSettings, progress, decide: Decide | None) -> None:
         self.settings = settings
         self.decide = decide or partial(queue_decision, saved_at=self._saved_at)
@@ -131,6 +132,7 @@ class _Replay(WarmPools):
         self.queue = Waiting(self.waiting_view, self.capacity, fair)
         self.out_of_line = OutOfLine(self.results)
         self.usage = Usage()  # fair share: the usage of attempts and pools that ended
+        self._start_spending()
         self.pools: dict[str, tuple[WarmPool, PoolRecord]] = {}  # idle, oldest first
         self.pool_records: list[PoolRecord] = []
         self.retry_pending = False
@@ -169,7 +171,7 @@ class _Replay(WarmPools):
             elif kind == _RETRY:
                 self.retry_pending = False
             elif kind == _RESERVATION:
-                pass  # a pass counts the plan's instances anew
+                pass  # a pass counts the plan's instances (or a budget's window) anew
             elif kind == _TOTAL:
                 if not self._is_current(index, attempt):
                     continue  # it ended before its max-total-runtime
@@ -287,9 +289,11 @@ class _Replay(WarmPools):
             shares=self.settings.shares,
             usage=self.usage,
         )
+        seen = self._with_budgets(seen)
         decided = self.decide(
             seen, self.queue.in_order(seen, self.settings.policy.fair_share), self.settings.policy
         )
+        self._wake_when_budgets_free(decided, lambda at: self._push(at, _RESERVATION, 0, 0))
         for release in decided.releases:
             self._end_pool(release.pool.name, now, "released")
         for preemption in decided.preemptions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from job_queue import tags
 from job_queue.ledger import Span, UsageRecord
@@ -45,6 +46,8 @@ def replay_through_handler(jobs: Sequence[WorkloadJob], settings: SimSettings) -
         shares=settings.shares,
         keep_alive_seconds=int(settings.keep_alive_s),
         limits=settings.limits,
+        budgets=settings.budgets,
+        prices=settings.prices,
     )
     with cloud:
         start = cloud.clock()
@@ -104,8 +107,19 @@ def replay_through_handler(jobs: Sequence[WorkloadJob], settings: SimSettings) -
 
         emulator.on_create = plan_attempt
         cloud.deps = replace(cloud.deps, checkpoint_times=saved_at)
+        budgeted = bool(settings.budgets) or any(s.budget for s in settings.shares)
+        swept: set[float] = set()
+
+        def advance_to(target: float) -> None:
+            # The sweep that finds a budget's window freed (the fast engine passes then too).
+            while budgeted and (due := _budget_frees(cloud, swept)) is not None and due <= target:
+                cloud.advance(max(0.0, due - cloud.clock()))
+                cloud.sweep()
+                swept.add(due)
+            cloud.advance(target - cloud.clock())
+
         for job in sorted(jobs, key=lambda j: j.submit_s):  # stable: file order breaks ties
-            cloud.advance(start + job.submit_s - cloud.clock())
+            advance_to(start + job.submit_s)
             request = training_request(
                 job.name,
                 job.priority,
@@ -127,8 +141,10 @@ def replay_through_handler(jobs: Sequence[WorkloadJob], settings: SimSettings) -
             status, body = cloud.api("POST", "/add-job", request)
             if status != 201:
                 raise RuntimeError(f"{job.name} was refused: {body}")
-        while emulator.next_change_at() is not None:
-            cloud.advance(emulator.next_change_at() - cloud.clock())
+        while (due := emulator.next_change_at()) is not None or (
+            budgeted and (due := _budget_frees(cloud, swept)) is not None
+        ):
+            advance_to(due)
         attempts = emulator.jobs.values()
         decisions = [Decision(a.created_at - start, "start", a.tags[tags.JOB]) for a in attempts]
         decisions += [
@@ -142,6 +158,16 @@ def replay_through_handler(jobs: Sequence[WorkloadJob], settings: SimSettings) -
         cloud.sweep()  # it notices the pools that expired, and ends their records
         ledger = [_shifted(r, start) for r in cloud.deps.store.usage_records(start)]
     return HandlerReplay(sorted(decisions, key=_order), states, ledger)
+
+
+def _budget_frees(cloud: LocalCloud, swept: set[float]) -> float | None:
+    """The earliest time a job waiting for its budget may start, not swept at yet."""
+    frees = [
+        datetime.fromisoformat(why["until"]).timestamp()
+        for row in cloud.jobs()
+        if (why := row.get("waiting_for")) and why["code"] == "budget" and why["until"]
+    ]
+    return min((t for t in frees if t not in swept), default=None)
 
 
 def _shifted(record: UsageRecord, start: float) -> UsageRecord:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from job_queue.costs import Prices
 from job_queue.limits import DEFAULT_LIMITS, Limits
 from job_queue.models import JobState, Outcome
 from job_queue.scheduler import Policy, Share
+from job_queue.scheduler.budgets import Budget, Holder
 from job_queue.scheduler.reservations import TrainingPlan
 from tjq.simulate.workload import WorkloadJob
 
@@ -27,6 +29,8 @@ class SimSettings:
     plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity (simulated times)
     uncapped: frozenset[str] = frozenset()  # types counted against nothing: jobs start at once
     limits: Limits = DEFAULT_LIMITS  # RetryOnFailure and MaxPreemptions, as the queue's
+    budgets: Mapping[Holder, Budget] = field(default_factory=dict)  # submitters' (the shares')
+    prices: Prices = field(default_factory=Prices)  # what budgets in dollars are priced at
 
 
 @dataclass

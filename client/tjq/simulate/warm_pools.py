@@ -1,11 +1,10 @@
 """Warm pools in a replay: the pool an attempt leaves, its end (reused, released, expired)
-and fair share's charge for what it held (a part of the fast engine's replay)."""
+(a part of the fast engine's replay)."""
 
 from __future__ import annotations
 
 from job_queue.scheduler import WaitingJob
-from job_queue.scheduler.fair_share import charge
-from job_queue.scheduler.snapshot import ActiveJob, WarmPool
+from job_queue.scheduler.snapshot import WarmPool
 from tjq.simulate.records import AttemptRecord, PoolRecord
 
 
@@ -44,11 +43,6 @@ class WarmPools:
                 del self.pools[name]
                 record.until, record.ended_by = pool.expires_at, "expired"
                 self._charge(pool, pool.since, pool.expires_at)
-
-    def _charge(self, holder: ActiveJob | WarmPool, since: float, until: float) -> None:
-        """Fair share: what ``holder`` held from ``since`` to ``until`` is its submitter's
-        (and share's) usage, as the Lambda records it."""
-        self.usage = charge(self.usage, holder, since, until, self.settings.policy.fair_share)
 
     def _matching_pool(self, job: WaitingJob) -> str | None:
         """The pool SageMaker starts ``job`` on: the oldest idle one of its configuration."""
