@@ -11,7 +11,7 @@ SCAN_VENV := .venv-checkov
 SCAN_BIN := $(SCAN_VENV)/bin
 CHECKOV := checkov>=3.2,<4
 
-.PHONY: install venvs demo test lint bench faults clean build-QueueFunction
+.PHONY: install venvs chromium demo test lint bench faults clean build-QueueFunction
 
 # Installs skip byte-compiling: the SDKs are large, and what runs compiles on first use.
 PIP_INSTALL = python -m pip install --quiet --no-compile
@@ -36,9 +36,19 @@ $(SCAN_BIN)/.installed: Makefile
 
 install: $(BIN)/.installed
 
-# The virtualenvs, built side by side (on 2 cores, the installs take half the time).
+# The virtualenvs, built side by side (on 2 cores, the installs take half the time), and
+# beside them the browser that `smq ui`'s tests drive.
 venvs:
-	$(MAKE) --no-print-directory -j2 $(BIN)/.installed $(SDK2_BIN)/.installed $(SCAN_BIN)/.installed
+	$(MAKE) --no-print-directory -j3 $(BIN)/.installed $(SDK2_BIN)/.installed \
+		$(SCAN_BIN)/.installed chromium
+
+# Debian's Chromium for tests/browser, installed where this machine lets us (root and
+# apt-get); elsewhere install it yourself, or those tests are skipped, saying so.
+chromium:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium; } >/dev/null 2>&1; } \
+		|| echo "make: no chromium here: tests/browser will be skipped (apt-get install chromium)"
 
 demo: install
 	$(BIN)/python -m tjq.demo

@@ -68,6 +68,8 @@ class UsageRecord:
     lost_s: float = 0.0  # a preemption: the work it threw away, seconds (per instance)
     warm_start: bool = False  # it started on a warm pool: a cold start avoided
     billed_s: float | None = None  # a pool: SageMaker's ResourceRetainedBillableTimeInSeconds
+    queued_at: float | None = None  # an attempt: when its job joined the line it left
+    priority: int | None = None  # an attempt: its job's priority while it held them
 
     @property
     def started_at(self) -> float:
@@ -128,7 +130,18 @@ def attempt_record(job: Job, attempts, end: float, ended: bool = True) -> UsageR
         outcome=outcome,
         lost_s=_lost(job) if outcome == Outcome.PREEMPTED.value else 0.0,
         warm_start=bool(current and current.warm_pool),
+        queued_at=queued_since(job, attempts[:-1] if current else attempts),
+        priority=job.priority,
     )
+
+
+def queued_since(job: Job, earlier) -> float:
+    """When ``job`` last joined the line, before its attempts ``earlier`` (oldest first)
+    ended: when the last of them ended (a preemption, a refused start), else when it was
+    submitted or its dependency was met."""
+    if earlier and earlier[-1].ended_at is not None:
+        return earlier[-1].ended_at
+    return max(job.submitted_at, job.dependency_met_at or 0.0)
 
 
 def pool_record(pool: WarmPool, until: float, billed_s: float | None = None) -> UsageRecord:

@@ -132,6 +132,10 @@ def make_app(service: QueueService) -> APIGatewayRestResolver:
     def list_usage():
         return usage()
 
+    @app.get("/timeline")
+    def timeline():
+        return _json(200, service.timeline(app.current_event.query_string_parameters or {}))
+
     @app.put("/budgets")
     def replace_budgets():
         service.set_budgets(parse_json(app.current_event.body), caller())

@@ -1,9 +1,9 @@
 """What admins change at run time and everyone may look at: the quota shares (GET and PUT
-/shares), fair share's usage and weights and the usage ledger's report (GET /usage, PUT
-/usage/weights), and holds on the
-queue or a share (POST /queue/hold, /queue/drain, /queue/resume), the submitters' budgets
-(PUT /budgets) and the sweep's warnings of budgets nearly spent; and the training plans,
-read again at cold start and in the sweep. A part of
+/shares), fair share's usage and weights, the usage ledger's report and timeline (GET
+/usage, GET /timeline, PUT /usage/weights), holds on the queue or a share (POST
+/queue/hold, /queue/drain, /queue/resume), the submitters' budgets (PUT /budgets) and the
+sweep's warnings of budgets nearly spent; and the training plans, read again at cold start
+and in the sweep. A part of
 :class:`~job_queue.service.QueueService`, kept apart to keep each module small."""
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from job_queue.scheduler.shares import ShareUsage, usage_with_plans
 from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store import Holders
+from job_queue.timeline import timeline_view
 from job_queue.usage_report import (
-    Window,
     month_due,
     month_window,
+    parse_span,
     parse_window,
     usage_report,
 )
@@ -91,14 +92,27 @@ class RunTimeSettings:
         now = self.clock()
         layout = self.layout(held)
         window = parse_window(query, now, "share" if layout.shares else "submitter")
-        return usage_report(self._held(window, held), window, self.settings.prices, layout.plans)
+        return usage_report(
+            self._held(window.since, held), window, self.settings.prices, layout.plans
+        )
 
-    def _held(self, window: Window, held: Holders) -> list[UsageRecord]:
-        """The ledger's records of what ended in ``window`` or after, and what holds
-        instances now (``held``), so far."""
-        jobs = [job for active in held.jobs if (job := self.store.get(active.name))]
+    def timeline(self, query: Mapping[str, str]) -> dict:
+        """GET /timeline: every attempt and warm pool that held instances between the
+        query's since and until (default: the last day), work in progress included."""
         now = self.clock()
-        return [*self.store.usage_records(window.since), *held_now(jobs, held.pools, now)]
+        since, until = parse_span(query, now, DAY)
+        ended = self.store.usage_records(since)
+        return timeline_view(ended, self._held_now(self.store.holders()), since, until, now)
+
+    def _held(self, since: float, held: Holders) -> list[UsageRecord]:
+        """The ledger's records of what ended at ``since`` or after, and what holds
+        instances now (``held``), so far."""
+        return [*self.store.usage_records(since), *self._held_now(held)]
+
+    def _held_now(self, held: Holders) -> list[UsageRecord]:
+        """Records of what the jobs and warm pools holding instances (``held``) held so far."""
+        jobs = [job for active in held.jobs if (job := self.store.get(active.name))]
+        return held_now(jobs, held.pools, self.clock())
 
     def report_last_month(self, held: Holders) -> None:
         """Once a month has ended, the sweep sends its usage report as a queue event (at
@@ -111,7 +125,7 @@ class RunTimeSettings:
         if send:
             layout = self.layout(held)
             window = month_window(month, "share" if layout.shares else "submitter")
-            records = self._held(window, held)
+            records = self._held(window.since, held)
             report = usage_report(records, window, self.settings.prices, layout.plans)
             self.report.changes.append(UsageReported(month, report, now))
 

@@ -45,15 +45,25 @@ class Window:
     by: str
 
 
-def parse_window(query: Mapping[str, str], now: float, default_by: str) -> Window:
-    """The window of GET /usage's ``since``, ``until`` (ISO 8601 times, or ``30d``, ``12h``,
-    ``90m`` before now) and ``by``; InvalidRequest naming the parameter that is wrong."""
+def parse_span(
+    query: Mapping[str, str], now: float, default_s: float = DEFAULT_WINDOW_S
+) -> tuple[float, float]:
+    """``since`` and ``until`` of a query (ISO 8601 times, or ``30d``, ``12h``, ``90m``
+    before now; by default the last ``default_s`` seconds); InvalidRequest naming the
+    parameter that is wrong."""
     until = _moment("until", query.get("until"), now, now)
-    since = _moment("since", query.get("since"), now, now - DEFAULT_WINDOW_S)
+    since = _moment("since", query.get("since"), now, now - default_s)
     if since >= until:
         raise InvalidRequest(
             f"since must be before until (since {_day(since)}, until {_day(until)})"
         )
+    return since, until
+
+
+def parse_window(query: Mapping[str, str], now: float, default_by: str) -> Window:
+    """The window of GET /usage's ``since``, ``until`` (:func:`parse_span`) and ``by``;
+    InvalidRequest naming the parameter that is wrong."""
+    since, until = parse_span(query, now)
     by = query.get("by") or default_by
     if by not in GROUPS:
         raise InvalidRequest(f"by must be one of {', '.join(GROUPS)}, got {by!r}")

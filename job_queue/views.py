@@ -144,6 +144,8 @@ def active_row(job: ActiveJob, sagemaker_job_name: str, now: float) -> dict:
         "sagemaker_job_name": sagemaker_job_name,
         "running_seconds": round(now - job.started_at, 1),
         "training_plan": job.plan,
+        "submitter": job.submitter,
+        "checkpoint": None if job.checkpoint is None else str(job.checkpoint),
     }
 
 
@@ -167,6 +169,7 @@ def waiting_row(
         **_instances(job.demand, job.helpers),
         "submitted_at": iso(job.submitted_at),
         "waiting_seconds": round(now - job.submitted_at, 1),
+        "submitter": job.submitter,
         "retry_not_before": iso(job.not_before) if job.not_before > now else None,
         "dependency": None if dependency is None else str(dependency),
         **reason_fields(why),

@@ -133,6 +133,13 @@ class QueueClient:
         )
         return self._call("GET", "/usage" + (f"?{query}" if query else ""))
 
+    def timeline(self, since: str | None = None, until: str | None = None) -> dict:
+        """GET /timeline: each attempt and warm pool that held instances over ``since``..
+        ``until`` (ISO 8601 times or ``24h``, ``7d`` before now; default the last day),
+        oldest first, with its phases, how it ended and when its job joined the line."""
+        query = urlencode({k: v for k, v in {"since": since, "until": until}.items() if v})
+        return self._call("GET", "/timeline" + (f"?{query}" if query else ""))
+
     def set_weights(self, weights: dict) -> dict:
         """PUT /usage/weights: replace the fair-share weights (admins), answered as usage()."""
         return self._call("PUT", "/usage/weights", weights)
@@ -151,6 +158,16 @@ class QueueClient:
         return self._call("POST", f"/queue/{action}", {"share": share} if share else None)
 
     # -- HTTP ---------------------------------------------------------------------------------
+
+    def credentials(self):
+        """The AWS credentials requests are signed with; NoCredentials if there are none."""
+        credentials = self._session.get_credentials()
+        if credentials is None:
+            raise NoCredentials(
+                "no AWS credentials to sign the request with (configure them as for the AWS "
+                "CLI: aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+            )
+        return credentials.get_frozen_credentials()
 
     def _call(self, method: str, path: str, body: dict | list | None = None) -> dict:
         data = json.dumps(body) if body is not None else None
@@ -173,14 +190,7 @@ class QueueClient:
         if self.api_id:
             headers["x-apigw-api-id"] = self.api_id
         request = AWSRequest(method=method, url=self.url + path, data=data, headers=headers)
-        credentials = self._session.get_credentials()
-        if credentials is None:
-            raise NoCredentials(
-                "no AWS credentials to sign the request with (configure them as for the AWS CLI)"
-            )
-        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self.region).add_auth(
-            request
-        )
+        SigV4Auth(self.credentials(), "execute-api", self.region).add_auth(request)
         return self._http.request(
             method, request.url, data=data, headers=dict(request.headers), timeout=self._timeout
         )

@@ -47,6 +47,8 @@ def usage_item(record: UsageRecord) -> dict:
         "outcome": record.outcome,
         "warm_start": record.warm_start or None,
         "billed_s": record.billed_s,
+        "queued_at": record.queued_at,
+        "priority": record.priority,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     return item
@@ -66,6 +68,8 @@ def record_from_item(item: Mapping) -> UsageRecord:
         lost_s=float(item.get("lost_s", 0)),
         warm_start=bool(item.get("warm_start")),
         billed_s=float(item["billed_s"]) if "billed_s" in item else None,
+        queued_at=float(item["queued_at"]) if "queued_at" in item else None,
+        priority=int(item["priority"]) if "priority" in item else None,
     )
 
 

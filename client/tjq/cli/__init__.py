@@ -17,6 +17,7 @@
     smq show NAME [--json]           one job and its attempts
     smq cancel NAME                  stop a job / take it out of the queue
     smq priority NAME N              change a job's priority
+    smq ui [--port 8765] [--open] [--allow-actions]  the queue in the browser (127.0.0.1)
     smq submit REQUEST.json [--priority N] [--share S] [--checkpoint on-stop|SECONDS]
                [--after JOB[,JOB] [--dependency after|afterok|afternotok]]
     smq local-api [--port N] [--capacity TYPE=N ...] [--allowed-role ARN ...] [--keep-alive S]
@@ -44,7 +45,7 @@ from collections.abc import Sequence
 
 from job_queue.models import MAX_PRIORITY
 from job_queue.scheduler.dependencies import DEFAULT_KIND, Kind
-from tjq.cli import arguments, config_command, local_command
+from tjq.cli import arguments, config_command, local_command, ui_command
 from tjq.cli import machine_commands as machine
 from tjq.cli import queue_commands as queue
 from tjq.cli.common import fail
@@ -229,6 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     submit.set_defaults(run=queue.submit)
 
     local_command.add_parser(commands)
+    ui_command.add_parser(commands, api)
     config_command.add_parser(commands)
 
     simulate = commands.add_parser(

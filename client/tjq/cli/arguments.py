@@ -114,3 +114,10 @@ def new_file(text: str) -> str:
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
     return text
+
+
+def port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: any free one)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
+    return int(text)

@@ -14,10 +14,12 @@ def fail(message: str) -> int:
     return 1
 
 
-def client(args):
+def client(args, **options):
+    """The API client of --url, --api-id and --region (else the environment); ``options``
+    are :class:`~tjq.api.QueueClient`'s."""
     from tjq.api import QueueClient
 
-    return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region)
+    return QueueClient.from_environment(args.url, api_id=args.api_id, region=args.region, **options)
 
 
 def read_flag_file(flag: str, path: str | None) -> str:

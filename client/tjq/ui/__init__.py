@@ -1,0 +1,1 @@
+"""`smq ui`: the queue in the browser, served from this machine (:mod:`tjq.ui.server`)."""

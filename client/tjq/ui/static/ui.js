@@ -1,0 +1,512 @@
+// smq ui: the queue in the browser. Plain JavaScript and SVG, no build step: every read goes
+// to the local server (smq ui), which signs it and forwards it to the queue's API.
+"use strict";
+
+// "fit": the last day, drawn from its first record on.
+const FIT = "fit";
+const SVG = "http://www.w3.org/2000/svg";
+const state = { config: null, span: "24h", jobs: null, timeline: null, shares: null, shown: null };
+
+// -- reading -----------------------------------------------------------------------------
+
+async function call(path, options = {}) {
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (error) {
+    return { ok: false, status: 0, body: { message: "smq ui does not answer (was it stopped?)" } };
+  }
+  let body = {};
+  try { body = await response.json(); } catch (error) { body = { message: response.statusText }; }
+  return { ok: response.ok, status: response.status, body };
+}
+
+async function refresh() {
+  const [jobs, timeline] = await Promise.all([
+    call("/api/jobs"),
+    call(timelinePath()),
+  ]);
+  const failed = [jobs, timeline].find((answer) => !answer.ok);
+  if (failed) {
+    showProblem(failed);
+  } else {
+    hideProblem();
+    state.jobs = jobs.body;
+    document.getElementById("queue-name").textContent = `${jobs.body.queue} · ${state.config.queue}`;
+    state.timeline = timeline.body;
+    if ((jobs.body.shares || []).length) {
+      const shares = await call("/api/shares");
+      state.shares = shares.ok ? shares.body : state.shares;
+    }
+    render();
+    document.getElementById("refreshed").textContent =
+      "updated " + new Date().toLocaleTimeString();
+  }
+  setTimeout(refresh, (state.config.refresh_seconds || 5) * 1000);
+}
+
+function showProblem(answer) {
+  const box = document.getElementById("problem");
+  const retry = ` Trying again every ${state.config.refresh_seconds || 5} s.`;
+  box.textContent = answer.status === 502 || answer.status === 0
+    ? `Cannot reach the queue: ${answer.body.message}.${retry}`
+    : `The queue answered ${answer.status}: ${answer.body.message}.${retry}`;
+  box.hidden = false;
+}
+
+function hideProblem() { document.getElementById("problem").hidden = true; }
+
+// -- small helpers -----------------------------------------------------------------------
+
+function el(tag, attributes = {}, ...children) {
+  const node = tag.startsWith("svg:")
+    ? document.createElementNS(SVG, tag.slice(4))
+    : document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "text") node.textContent = value;
+    else if (key === "onclick") node.addEventListener("click", value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function seconds(text) { return text ? Date.parse(text) / 1000 : null; }
+
+function duration(s) {
+  if (s === null || s === undefined) return "";
+  s = Math.max(0, Math.round(s));
+  if (s < 90) return `${s} s`;
+  if (s < 5400) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} days`;
+}
+
+function clock(text) {
+  if (!text) return "";
+  const moment = new Date(text);
+  const sameDay = moment.toDateString() === new Date().toDateString();
+  return sameDay ? moment.toLocaleTimeString() : moment.toLocaleString();
+}
+
+function person(arn) { return arn ? arn.split("/").pop() : ""; }
+
+function instancesText(instances) {
+  return Object.entries(instances || {}).map(([type, n]) => `${n} × ${type}`).join(", ");
+}
+
+function checkpointText(checkpoint) {
+  if (!checkpoint) return "no checkpoints declared";
+  return checkpoint === "on-stop" ? "checkpoints on stop" : `checkpoints every ${checkpoint} s`;
+}
+
+// Priorities from blue (lowest seen) to orange (highest seen).
+function priorityColour(priority) {
+  const seen = new Set();
+  for (const job of (state.jobs && state.jobs.jobs) || []) seen.add(job.priority);
+  for (const record of (state.timeline && state.timeline.records) || []) {
+    if (record.priority !== null) seen.add(record.priority);
+  }
+  const sorted = [...seen].sort((a, b) => a - b);
+  const at = sorted.length > 1 ? sorted.indexOf(priority) / (sorted.length - 1) : 0.5;
+  return `hsl(${Math.round(220 - 190 * Math.max(0, at))}, 75%, 50%)`;
+}
+
+function isActive(row) { return row.running_seconds !== undefined; }
+
+function timelinePath() { return `/api/timeline?since=${state.span === FIT ? "24h" : state.span}`; }
+
+// The window a chart draws: the one asked for, or with "fit" from the first record on.
+function chartWindow(answer) {
+  const until = seconds(answer.now);
+  let since = seconds(answer.since);
+  if (state.span === FIT && answer.records.length) {
+    const first = Math.min(...answer.records.map((r) => seconds(r.queued_at || r.spans[0].start)));
+    since = Math.max(since, first - 1 - (until - first) * 0.05);
+  }
+  return [since, until];
+}
+
+// -- now: lanes and the line -------------------------------------------------------------
+
+function render() {
+  renderHolds();
+  renderLanes();
+  renderQueue();
+  renderGantt();
+  renderShares();
+}
+
+function renderHolds() {
+  const holds = state.jobs.holds || [];
+  const box = document.getElementById("holds");
+  box.hidden = !holds.length;
+  box.textContent = holds.map((hold) =>
+    `${hold.share ? "Share " + hold.share : "The queue"} is ${hold.drain ? "drained" : "held"} ` +
+    `by ${person(hold.by)} since ${clock(hold.since)}: nothing new starts there.`).join(" ");
+}
+
+function renderLanes() {
+  const answer = state.jobs;
+  const plans = Object.fromEntries((answer.plans || []).map((plan) => [plan.arn, plan.name]));
+  const lanes = document.getElementById("lanes");
+  lanes.replaceChildren();
+  for (const [type, cap] of Object.entries(answer.capacity || {})) {
+    const taken = [];
+    for (const job of answer.jobs.filter(isActive)) {
+      const n = job.instances[type] || 0;
+      for (let i = 1; i <= n; i++) taken.push({ kind: "job", job, i, n });
+    }
+    for (const pool of answer.pools || []) {
+      const n = pool.instances[type] || 0;
+      for (let i = 1; i <= n; i++) taken.push({ kind: "pool", pool, i, n });
+    }
+    for (const outside of answer.outside || []) {
+      const n = outside.instances[type] || 0;
+      for (let i = 1; i <= n; i++) taken.push({ kind: "outside", outside, i, n });
+    }
+    while (taken.length < cap) taken.push({ kind: "idle" });
+    taken.forEach((lane, index) => lanes.append(laneRow(type, index + 1, lane, plans)));
+  }
+}
+
+function laneRow(type, number, lane, plans) {
+  const part = lane.n > 1 ? ` (${lane.i} of ${lane.n})` : "";
+  if (lane.kind === "job") {
+    const job = lane.job;
+    const where = job.training_plan ? `plan ${plans[job.training_plan] || job.training_plan}` : "";
+    const doing = job.state === "running" ? `running ${duration(job.running_seconds)}`
+      : `${job.state} ${duration(job.running_seconds)}`;
+    const facts = [`priority ${job.priority}`, job.share && `share ${job.share}`,
+      job.submitter && person(job.submitter), doing, checkpointText(job.checkpoint)];
+    const what = el("div", { class: "what", style: `background:${priorityColour(job.priority)}` },
+      el("span", { class: "name", text: job.name + part }),
+      el("span", { class: "facts", text: facts.filter(Boolean).join(" · ") }));
+    return el("div", { class: "lane job", "data-job": job.name, "data-type": type,
+      onclick: () => showDetail(job.name) },
+      el("div", { class: "where", text: `${type} #${number}${where ? " · " + where : ""}` }), what);
+  }
+  if (lane.kind === "pool") {
+    const pool = lane.pool;
+    return el("div", { class: "lane pool", "data-pool": pool.sagemaker_job_name, "data-type": type },
+      el("div", { class: "where", text: `${type} #${number}` }),
+      el("div", { class: "what" },
+        el("span", { class: "name", text: `warm pool of ${pool.job}${part}` }),
+        el("span", { class: "facts",
+          text: `idle since ${clock(pool.available_since)} · kept ${duration(pool.expires_in_seconds)} more` })));
+  }
+  if (lane.kind === "outside") {
+    return el("div", { class: "lane outside", "data-type": type },
+      el("div", { class: "where", text: `${type} #${number}` }),
+      el("div", { class: "what", text: `${lane.outside.sagemaker_job_name}${part}: started outside the queue` }));
+  }
+  return el("div", { class: "lane idle", "data-type": type },
+    el("div", { class: "where", text: `${type} #${number}` }), el("div", { class: "what", text: "idle" }));
+}
+
+function renderQueue() {
+  const waiting = state.jobs.jobs.filter((row) => !isActive(row));
+  const body = document.querySelector("#queue tbody");
+  body.replaceChildren(...waiting.map((job) => {
+    const expected = job.expected_start || {};
+    const why = job.dependency && job.position === null
+      ? `waits for ${job.dependency}` : job.waiting_reason || (job.state === "pending" ? "starts next" : job.state);
+    return el("tr", { class: "queued", "data-job": job.name, onclick: () => showDetail(job.name) },
+      el("td", { text: job.position ?? "–" }), el("td", { text: job.name }),
+      el("td", { text: job.priority }), el("td", { text: job.share || "" }),
+      el("td", { text: person(job.submitter) }), el("td", { text: instancesText(job.instances) }),
+      el("td", { text: clock(expected.likely) }), el("td", { text: clock(expected.at_latest) }),
+      el("td", { class: "why", text: why }));
+  }));
+  document.getElementById("queue-empty").hidden = waiting.length > 0;
+  const more = state.jobs.waiting > waiting.length ? `, the first ${waiting.length} shown` : "";
+  document.getElementById("waiting-count").textContent = `(${state.jobs.waiting} waiting${more})`;
+}
+
+// -- timeline ----------------------------------------------------------------------------
+
+function heldAt(records, t, capped, only = () => true) {
+  let held = 0;
+  for (const record of records) {
+    if (!only(record)) continue;
+    if (!record.spans.some((s) => seconds(s.start) <= t && t < seconds(s.end))) continue;
+    for (const [type, n] of Object.entries(record.instances)) if (capped.has(type)) held += n;
+  }
+  return held;
+}
+
+function depthAt(records, waiting, t) {
+  let depth = 0;
+  for (const record of records) {
+    if (record.kind !== "attempt" || !record.queued_at) continue;
+    if (seconds(record.queued_at) <= t && t < seconds(record.spans[0].start)) depth += 1;
+  }
+  for (const since of waiting) if (since <= t) depth += 1;
+  return depth;
+}
+
+// When each job in line now joined it: its submission, or the end of its last attempt.
+function waitingSince(records) {
+  const lastEnd = {};
+  for (const record of records) {
+    if (record.kind !== "attempt") continue;
+    const end = seconds(record.spans[record.spans.length - 1].end);
+    lastEnd[record.job] = Math.max(lastEnd[record.job] || 0, end);
+  }
+  return state.jobs.jobs.filter((row) => !isActive(row))
+    .map((row) => Math.max(seconds(row.submitted_at), lastEnd[row.name] || 0));
+}
+
+function axis(svg, x, since, until, top, height) {
+  const group = el("svg:g", { class: "axis" });
+  const step = niceStep((until - since) / 8);
+  for (let t = Math.ceil(since / step) * step; t <= until; t += step) {
+    group.append(el("svg:line", { x1: x(t), x2: x(t), y1: top, y2: top + height }));
+    const label = new Date(t * 1000);
+    const text = step >= 86400 ? label.toLocaleDateString()
+      : label.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: step < 60 ? "2-digit" : undefined });
+    group.append(el("svg:text", { x: x(t) + 2, y: top + 11, text }));
+  }
+  svg.append(group);
+}
+
+function niceStep(raw) {
+  const steps = [1, 2, 5, 10, 15, 30, 60, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  return steps.find((step) => step >= raw) || 86400;
+}
+
+function renderGantt() {
+  const answer = state.timeline;
+  const records = answer.records;
+  const [since, until] = chartWindow(answer);
+  const width = Math.max(600, document.getElementById("gantt").clientWidth || 1000);
+  const left = 200, right = 20, rowH = 22;
+  const x = (t) => left + ((Math.min(Math.max(t, since), until) - since) / (until - since)) * (width - left - right);
+  const jobs = [...new Set(records.map((record) => record.job))];
+  const rowsTop = 18, stripH = 46, depthH = 46;
+  const height = rowsTop + jobs.length * rowH + 12 + stripH + 14 + depthH + 10;
+  const svg = el("svg:svg", { width, height, id: "gantt-svg" });
+  svg.append(el("svg:defs", {}, hatch("pool-hatch", "#93c5fd", "#dbeafe")));
+  axis(svg, x, since, until, 0, height);
+  jobs.forEach((job, row) => {
+    const y = rowsTop + row * rowH;
+    svg.append(el("svg:text", { x: 4, y: y + 14, text: job, class: "row-label" }));
+    for (const record of records.filter((r) => r.job === job)) drawRecord(svg, record, x, y, rowH);
+  });
+  const stripTop = rowsTop + jobs.length * rowH + 12;
+  const capped = new Set(Object.keys(state.jobs.capacity || {}));
+  const capacity = Object.values(state.jobs.capacity || {}).reduce((a, b) => a + b, 0);
+  drawHeld(svg, records, capped, capacity, x, since, until, stripTop, stripH);
+  drawDepth(svg, records, x, since, until, stripTop + stripH + 14, depthH);
+  svg.append(el("svg:line", { class: "now-line", x1: x(until), x2: x(until), y1: 0, y2: height }));
+  const box = document.getElementById("gantt");
+  box.replaceChildren(svg);
+  if (!records.length) box.append(el("p", { class: "muted", text: "Nothing held the instances in this window." }));
+}
+
+function hatch(id, dark, light) {
+  return el("svg:pattern", { id, width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+    el("svg:rect", { width: 6, height: 6, fill: light }), el("svg:rect", { width: 3, height: 6, fill: dark }));
+}
+
+function drawRecord(svg, record, x, y, rowH) {
+  const title = recordTitle(record);
+  for (const span of record.spans) {
+    const x0 = x(seconds(span.start)), x1 = x(seconds(span.end));
+    const fill = span.phase === "running" ? priorityColour(record.priority)
+      : span.phase === "pool_idle" ? "url(#pool-hatch)" : null;
+    svg.append(el("svg:rect", { x: x0, y: y + 3, width: Math.max(1, x1 - x0), height: rowH - 6,
+      class: `bar ${span.phase}`, "data-job": record.job, "data-phase": span.phase, fill },
+      el("svg:title", { text: title })));
+  }
+  const start = x(seconds(record.spans[0].start));
+  const end = x(seconds(record.spans[record.spans.length - 1].end));
+  if (record.start === "warm") {
+    svg.append(el("svg:text", { x: start + 2, y: y + 15, class: "marker-warm", "data-job": record.job, text: "W" },
+      el("svg:title", { text: `${record.job} started warm, on a warm pool: no cold start` })));
+  }
+  if (record.outcome === "preempted") {
+    const lost = record.lost_work_seconds ? `lost ${duration(record.lost_work_seconds)} of work`
+      : "lost no work (it had saved a checkpoint)";
+    svg.append(el("svg:text", { x: end + 2, y: y + 16, class: "marker-preempted", "data-job": record.job, text: "✕" },
+      el("svg:title", { text: `${record.job} was preempted: ${lost}` })));
+  }
+}
+
+function recordTitle(record) {
+  const what = record.kind === "pool" ? `warm pool left by ${record.sagemaker_job_name}`
+    : `${record.sagemaker_job_name} (priority ${record.priority}, ${record.start} start)`;
+  const phases = record.spans.map((s) => `${s.phase} ${duration(seconds(s.end) - seconds(s.start))}`);
+  const ended = record.in_progress ? "still going" : record.outcome || "ended";
+  return `${record.job}: ${what}; ${phases.join(", ")}; ${ended}`;
+}
+
+function samples(since, until, n = 240) {
+  return Array.from({ length: n + 1 }, (_, i) => since + ((until - since) * i) / n);
+}
+
+function drawHeld(svg, records, capped, capacity, x, since, until, top, height) {
+  const times = samples(since, until);
+  const held = times.map((t) => heldAt(records, t, capped));
+  const most = Math.max(capacity, ...held, 1);
+  const y = (n) => top + height - (n / most) * height;
+  svg.append(el("svg:rect", { class: "idle", x: x(since), y: y(capacity), width: x(until) - x(since), height: y(0) - y(capacity) },
+    el("svg:title", { text: "idle capacity" })));
+  svg.append(el("svg:path", { class: "held", d: stepPath(times, held, x, y) }));
+  svg.append(el("svg:text", { x: 4, y: top + height / 2 + 4,
+    text: `in use of ${capacity}`, class: "strip-label" }));
+}
+
+function drawDepth(svg, records, x, since, until, top, height) {
+  const waiting = waitingSince(records);
+  const times = samples(since, until);
+  const depth = times.map((t) => depthAt(records, waiting, t));
+  const most = Math.max(1, ...depth);
+  const y = (n) => top + height - (n / most) * height;
+  svg.append(el("svg:path", { class: "depth", d: times.map((t, i) => `${i ? "L" : "M"}${x(t)},${y(depth[i])}`).join("") }));
+  svg.append(el("svg:text", { x: 4, y: top + height / 2 + 4, text: `in line (max ${most})`, class: "strip-label" }));
+}
+
+// The area under a step function of the samples.
+function stepPath(times, values, x, y) {
+  let d = `M${x(times[0])},${y(0)}`;
+  times.forEach((t, i) => {
+    d += `L${x(t)},${y(values[i])}`;
+    if (i + 1 < times.length) d += `L${x(times[i + 1])},${y(values[i])}`;
+  });
+  return d + `L${x(times[times.length - 1])},${y(0)}Z`;
+}
+
+// -- shares ------------------------------------------------------------------------------
+
+function renderShares() {
+  const section = document.getElementById("shares");
+  const shares = (state.shares && state.shares.shares) || [];
+  section.hidden = !shares.length;
+  if (!shares.length) return;
+  const body = document.querySelector("#share-table tbody");
+  body.replaceChildren(...shares.flatMap((share) =>
+    Object.entries(share.instance_types).map(([type, use]) =>
+      el("tr", { "data-share": share.name },
+        el("td", { text: share.name }),
+        el("td", { text: share.strategy + (share.borrow_limit ? ` (${share.borrow_limit}%)` : "") }),
+        el("td", { text: type }), el("td", { text: use.limit }), el("td", { text: use.in_use }),
+        el("td", { class: "borrowed", text: use.borrowed }), el("td", { class: "lent", text: use.lent }),
+        el("td", { text: share.waiting })))));
+  const charts = document.getElementById("share-charts");
+  charts.replaceChildren(...shares.map(shareChart));
+}
+
+function shareChart(share) {
+  const answer = state.timeline;
+  const [since, until] = chartWindow(answer);
+  const width = Math.max(600, document.getElementById("share-charts").clientWidth || 1000);
+  const left = 200, height = 60;
+  const x = (t) => left + ((t - since) / (until - since)) * (width - left - 20);
+  const types = new Set(Object.keys(share.instance_types));
+  const limit = Object.values(share.instance_types).reduce((sum, use) => sum + use.limit, 0);
+  const times = samples(since, until);
+  const held = times.map((t) => heldAt(answer.records, t, types, (r) => r.share === share.name));
+  const most = Math.max(limit, ...held, 1);
+  const y = (n) => 4 + (height - 8) * (1 - n / most);
+  const mostBorrowed = Math.max(0, ...held.map((n) => n - limit));
+  const svg = el("svg:svg", { width, height, class: "share-chart", "data-share": share.name,
+    "data-most-borrowed": mostBorrowed });
+  svg.append(el("svg:path", { class: "held", d: stepPath(times, held, x, y) }));
+  const over = held.map((n) => Math.max(n, limit));
+  svg.append(el("svg:path", { class: "borrowed", d: stepPath(times, over, x, y) + stepPath(times, times.map(() => limit), x, y) ,
+    "fill-rule": "evenodd" }, el("svg:title", { text: "borrowed: above its limit" })));
+  svg.append(el("svg:line", { class: "limit", x1: left, x2: x(until), y1: y(limit), y2: y(limit) }));
+  const borrowedText = mostBorrowed ? `, borrowed up to ${mostBorrowed}` : "";
+  svg.append(el("svg:text", { x: 4, y: height / 2, text: `${share.name}: limit ${limit}${borrowedText}` }));
+  return svg;
+}
+
+// -- one job -----------------------------------------------------------------------------
+
+async function showDetail(name) {
+  state.shown = name;
+  const answer = await call(`/api/jobs/${encodeURIComponent(name)}`);
+  const body = document.getElementById("detail-body");
+  document.getElementById("detail").hidden = false;
+  if (!answer.ok) {
+    body.replaceChildren(el("h2", { text: name }), el("p", { class: "problem", text: answer.body.message }));
+    return;
+  }
+  const job = answer.body.job;
+  const facts = [
+    ["State", job.state], ["Priority", job.priority], ["Share", job.share],
+    ["Submitter", job.submitter], ["Instances", instancesText(job.instances)],
+    ["Position", job.position], ["Likely start", clock((job.expected_start || {}).likely)],
+    ["Why it waits", job.waiting_reason], ["Submitted", clock(job.submitted_at)],
+    ["Checkpoints", checkpointText(job.checkpoint)], ["Preemptions", job.preemptions],
+    ["Ran in all", duration(job.total_runtime_seconds)], ["Failure", job.failure_reason],
+  ].filter(([, value]) => value !== null && value !== undefined && value !== "");
+  const attempts = el("table", { class: "attempts" },
+    el("thead", {}, el("tr", {}, ...["#", "SageMaker job", "Started", "Ended", "Outcome", "Start"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...job.attempts.map((a) => el("tr", {},
+      el("td", { text: a.attempt }), el("td", {}, consoleLink(a.sagemaker_job_name)),
+      el("td", { text: clock(a.started_at) }), el("td", { text: clock(a.ended_at) }),
+      el("td", { text: a.outcome ? a.outcome + (a.preempted_by ? ` by ${a.preempted_by}` : "") : "running" }),
+      el("td", { text: a.start })))));
+  const history = el("ul", { class: "history" }, ...job.history.map((h) =>
+    el("li", { text: `${clock(h.at)} ${h.action}${h.by ? " by " + person(h.by) : ""}` +
+      (h.preempted_by ? ` (by ${h.preempted_by})` : "") +
+      (h.lost_work_seconds ? `, lost ${duration(h.lost_work_seconds)} of work` : "") })));
+  body.replaceChildren(
+    el("h2", { text: job.name }),
+    el("dl", {}, ...facts.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: String(value) })])),
+    actions(job),
+    el("h3", { text: "Attempts" }), attempts,
+    el("p", {}, "Logs: ", el("code", { text: `smq logs ${job.name}` })),
+    el("h3", { text: "History" }), history);
+}
+
+function consoleLink(sagemakerJob) {
+  return el("a", { href: `https://console.aws.amazon.com/sagemaker/home#/jobs/${encodeURIComponent(sagemakerJob)}`,
+    target: "_blank", rel: "noopener", text: sagemakerJob });
+}
+
+function actions(job) {
+  if (!state.config.allow_actions || ["completed", "failed", "cancelled", "stopped"].includes(job.state)) return null;
+  const answer = el("span", { class: "answer" });
+  const priority = el("input", { type: "number", value: job.priority, "aria-label": "new priority" });
+  const act = async (path, body) => {
+    const result = await call(path, { method: "POST", body: JSON.stringify(body || {}),
+      headers: { "Content-Type": "application/json", "X-Smq-Ui": "1" } });
+    answer.className = result.ok ? "answer" : "answer refused";
+    answer.textContent = result.ok ? "done" : `refused: ${result.body.message}`;
+    if (result.ok) showDetail(job.name);
+  };
+  const base = `/api/jobs/${encodeURIComponent(job.name)}`;
+  return el("div", { class: "actions" },
+    el("button", { class: "cancel", text: "Cancel job", onclick: () => act(`${base}/cancel`) }),
+    priority,
+    el("button", { class: "set-priority", text: "Set priority",
+      onclick: () => act(`${base}/priority`, { priority: Number(priority.value) }) }),
+    answer);
+}
+
+// -- start -------------------------------------------------------------------------------
+
+async function start() {
+  const config = await call("/api/config");
+  state.config = config.ok ? config.body : { refresh_seconds: 5, allow_actions: false };
+  document.getElementById("queue-name").textContent = state.config.queue || "";
+  document.getElementById("detail-close").addEventListener("click", () => {
+    document.getElementById("detail").hidden = true;
+    state.shown = null;
+  });
+  for (const button of document.querySelectorAll("#zoom button")) {
+    button.addEventListener("click", async () => {
+      state.span = button.dataset.span;
+      for (const other of document.querySelectorAll("#zoom button")) other.classList.toggle("chosen", other === button);
+      const timeline = await call(timelinePath());
+      if (timeline.ok && state.jobs) { state.timeline = timeline.body; renderGantt(); renderShares(); }
+    });
+  }
+  refresh();
+}
+
+start();
