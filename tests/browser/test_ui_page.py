@@ -3,12 +3,15 @@ API (tests/browser/scenario.py): who runs on which instance, who waits and why, 
 preemption and the warm start on the timeline, a share borrowing, a job's detail, and the
 page's answer when the queue cannot be reached or refuses an action."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 from tjq.api import QueueClient
 from tjq.ui.server import UiApi, UiServer
 
-from tests.browser.scenario import request, scripted_day, states, wait_for
+from tests.browser.scenario import G5, request, scripted_day, states, wait_for
+from tests.client.conftest import quiet_local_api
 
 TIMEOUT = 60_000  # ms: a busy machine may take long to draw
 
@@ -161,3 +164,28 @@ def test_an_unreachable_queue_is_shown_and_retried_until_it_answers(page, day):
         api.client = day[1]  # the endpoint comes back
         expect(problem).to_be_hidden(timeout=TIMEOUT)
         expect(page.locator(".lane[data-job='urgent']")).to_be_visible(timeout=TIMEOUT)
+
+
+def test_a_training_plans_instances_are_lanes_of_their_own(page):
+    arn = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/g5-plan"
+    with quiet_local_api(
+        capacity={G5: [1, {"training_plan": arn}]},
+        training_plans=[f"g5-plan={G5}:1:0:36000"],
+        run_seconds=600,
+    ) as local:
+        client = QueueClient(local.api_url)
+        for server in _served(UiApi(client)):
+            opened(page, server)
+            reserved = page.locator(".lane.idle[data-plan='g5-plan']")
+            expect(reserved).to_contain_text("plan g5-plan", timeout=TIMEOUT)
+            expect(reserved).to_contain_text("reserved, idle")
+            expect(page.locator(".lane.idle:not([data-plan])")).to_have_count(1)
+            job = request("on-plan", 1, None, run_seconds=600)
+            job["StoppingCondition"]["MaxRuntimeInSeconds"] = 3600  # ends inside the window
+            client.submit(job)
+            on_plan = page.locator(".lane[data-job='on-plan']")
+            expect(on_plan).to_contain_text("plan g5-plan", timeout=TIMEOUT)  # paid for: first
+            expect(page.locator(".lane.idle[data-plan]")).to_have_count(0)
+            page.click(".lane[data-job='on-plan']")
+            link = page.locator("#detail table.attempts a.logs")
+            expect(link).to_have_attribute("href", re.compile(r"logStreamNameFilter\$3Don-plan$"))

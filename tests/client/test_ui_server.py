@@ -64,6 +64,7 @@ def test_reads_are_forwarded_signed_to_the_queue(serve, unique):
     config = requests.get(server.url + "api/config").json()
     assert config == {
         "queue": os.environ["SMQ_API_URL"],
+        "region": "us-east-1",
         "allow_actions": False,
         "refresh_seconds": 5,
     }

@@ -65,6 +65,7 @@ class UiApi:
         if path == "/api/config":
             return 200, {
                 "queue": self.client.url,
+                "region": self.client.region,
                 "allow_actions": self.allow_actions,
                 "refresh_seconds": REFRESH_SECONDS,
             }

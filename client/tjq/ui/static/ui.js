@@ -115,6 +115,13 @@ function priorityColour(priority) {
 
 function isActive(row) { return row.running_seconds !== undefined; }
 
+// The instances of a capped type the queue holds now: on-demand ones and open reservations.
+function instancesOf(answer, type) {
+  const reserved = (answer.plans || []).filter((p) => p.instance_type === type)
+    .reduce((sum, plan) => sum + (plan.reserved || 0), 0);
+  return (answer.capacity[type] || 0) + reserved;
+}
+
 function timelinePath() { return `/api/timeline?since=${state.span === FIT ? "24h" : state.span}`; }
 
 // The window a chart draws: the one asked for, or with "fit" from the first record on.
@@ -152,7 +159,8 @@ function renderLanes() {
   const plans = Object.fromEntries((answer.plans || []).map((plan) => [plan.arn, plan.name]));
   const lanes = document.getElementById("lanes");
   lanes.replaceChildren();
-  for (const [type, cap] of Object.entries(answer.capacity || {})) {
+  for (const type of Object.keys(answer.capacity || {})) {
+    const cap = instancesOf(answer, type);
     const taken = [];
     for (const job of answer.jobs.filter(isActive)) {
       const n = job.instances[type] || 0;
@@ -165,6 +173,11 @@ function renderLanes() {
     for (const outside of answer.outside || []) {
       const n = outside.instances[type] || 0;
       for (let i = 1; i <= n; i++) taken.push({ kind: "outside", outside, i, n });
+    }
+    // The reserved instances no job uses are a plan's idle lanes; the rest, on-demand ones.
+    for (const plan of (answer.plans || []).filter((p) => p.instance_type === type)) {
+      const free = Math.max(0, (plan.reserved || 0) - (plan.in_use || 0));
+      for (let i = 0; i < free && taken.length < cap; i++) taken.push({ kind: "idle", plan: plan.name });
     }
     while (taken.length < cap) taken.push({ kind: "idle" });
     taken.forEach((lane, index) => lanes.append(laneRow(type, index + 1, lane, plans)));
@@ -201,8 +214,10 @@ function laneRow(type, number, lane, plans) {
       el("div", { class: "where", text: `${type} #${number}` }),
       el("div", { class: "what", text: `${lane.outside.sagemaker_job_name}${part}: started outside the queue` }));
   }
-  return el("div", { class: "lane idle", "data-type": type },
-    el("div", { class: "where", text: `${type} #${number}` }), el("div", { class: "what", text: "idle" }));
+  const where = `${type} #${number}${lane.plan ? " · plan " + lane.plan : ""}`;
+  return el("div", { class: "lane idle", "data-type": type, "data-plan": lane.plan },
+    el("div", { class: "where", text: where }),
+    el("div", { class: "what", text: lane.plan ? "reserved, idle" : "idle" }));
 }
 
 function renderQueue() {
@@ -296,7 +311,7 @@ function renderGantt() {
   });
   const stripTop = rowsTop + jobs.length * rowH + 12;
   const capped = new Set(Object.keys(state.jobs.capacity || {}));
-  const capacity = Object.values(state.jobs.capacity || {}).reduce((a, b) => a + b, 0);
+  const capacity = [...capped].reduce((sum, type) => sum + instancesOf(state.jobs, type), 0);
   drawHeld(svg, records, capped, capacity, x, since, until, stripTop, stripH);
   drawDepth(svg, records, x, since, until, stripTop + stripH + 14, depthH);
   svg.append(el("svg:line", { class: "now-line", x1: x(until), x2: x(until), y1: 0, y2: height }));
@@ -444,12 +459,12 @@ async function showDetail(name) {
     ["Ran in all", duration(job.total_runtime_seconds)], ["Failure", job.failure_reason],
   ].filter(([, value]) => value !== null && value !== undefined && value !== "");
   const attempts = el("table", { class: "attempts" },
-    el("thead", {}, el("tr", {}, ...["#", "SageMaker job", "Started", "Ended", "Outcome", "Start"].map((h) => el("th", { text: h })))),
+    el("thead", {}, el("tr", {}, ...["#", "SageMaker job", "Started", "Ended", "Outcome", "Start", "Logs"].map((h) => el("th", { text: h })))),
     el("tbody", {}, ...job.attempts.map((a) => el("tr", {},
       el("td", { text: a.attempt }), el("td", {}, consoleLink(a.sagemaker_job_name)),
       el("td", { text: clock(a.started_at) }), el("td", { text: clock(a.ended_at) }),
       el("td", { text: a.outcome ? a.outcome + (a.preempted_by ? ` by ${a.preempted_by}` : "") : "running" }),
-      el("td", { text: a.start })))));
+      el("td", { text: a.start }), el("td", {}, logsLink(a.sagemaker_job_name))))));
   const history = el("ul", { class: "history" }, ...job.history.map((h) =>
     el("li", { text: `${clock(h.at)} ${h.action}${h.by ? " by " + person(h.by) : ""}` +
       (h.preempted_by ? ` (by ${h.preempted_by})` : "") +
@@ -464,8 +479,18 @@ async function showDetail(name) {
 }
 
 function consoleLink(sagemakerJob) {
-  return el("a", { href: `https://console.aws.amazon.com/sagemaker/home#/jobs/${encodeURIComponent(sagemakerJob)}`,
+  const region = state.config.region || "us-east-1";
+  return el("a", { href: `https://${region}.console.aws.amazon.com/sagemaker/home?region=${region}#/jobs/${encodeURIComponent(sagemakerJob)}`,
     target: "_blank", rel: "noopener", text: sagemakerJob });
+}
+
+// The attempt's training log streams (<job>/algo-1-...) in the CloudWatch console.
+function logsLink(sagemakerJob) {
+  const region = state.config.region || "us-east-1";
+  const group = "$252Faws$252Fsagemaker$252FTrainingJobs";
+  const href = `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}` +
+    `#logsV2:log-groups/log-group/${group}$3FlogStreamNameFilter$3D${encodeURIComponent(sagemakerJob)}`;
+  return el("a", { href, target: "_blank", rel: "noopener", class: "logs", text: "logs" });
 }
 
 function actions(job) {
