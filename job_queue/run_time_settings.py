@@ -102,7 +102,10 @@ class RunTimeSettings:
         now = self.clock()
         since, until = parse_span(query, now, DAY)
         ended = self.store.usage_records(since)
-        return timeline_view(ended, self._held_now(self.store.holders()), since, until, now)
+        held = self.store.holders()
+        layout = self.layout(held)
+        in_progress = self._held_now(held)
+        return timeline_view(ended, in_progress, since, until, now, layout.shares, layout.plans)
 
     def _held(self, since: float, held: Holders) -> list[UsageRecord]:
         """The ledger's records of what ended at ``since`` or after, and what holds

@@ -98,7 +98,7 @@ def test_the_timeline_marks_the_preemption_the_warm_start_and_the_pool(page, ui)
     assert fills["urgent"] != fills["tune-a"]
 
 
-def test_the_shares_show_limits_use_and_the_borrowing_over_time(page, ui):
+def test_the_shares_show_limits_use_and_the_borrowing_and_lending_over_time(page, ui):
     opened(page, ui)
     page.click("#zoom button[data-span='fit']")
     qs2 = page.locator("#share-table tr[data-share='QS2']")
@@ -117,9 +117,12 @@ def test_the_shares_show_limits_use_and_the_borrowing_over_time(page, ui):
     qs1 = page.locator("svg.share-chart[data-share='QS1']")
     expect(qs1).to_have_attribute("data-most-borrowed", "1", timeout=TIMEOUT)
     expect(qs1.locator("text")).to_have_text("QS1: limit 1, borrowed up to 1")
-    expect(page.locator("svg.share-chart[data-share='QS2']")).to_have_attribute(
-        "data-most-borrowed", "0"
-    )
+    expect(qs1).to_have_attribute("data-most-lent", "0")
+    # What tune-b borrowed, QS2 lent, until urgent took it back.
+    qs2_chart = page.locator("svg.share-chart[data-share='QS2']")
+    expect(qs2_chart).to_have_attribute("data-most-borrowed", "0")
+    expect(qs2_chart).to_have_attribute("data-most-lent", "1")
+    expect(qs2_chart.locator("text")).to_have_text("QS2: limit 1, lent up to 1")
 
 
 def test_a_row_opens_the_jobs_attempts_and_history(page, ui):

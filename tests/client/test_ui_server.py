@@ -5,6 +5,7 @@ start or cannot reach the queue."""
 
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -45,9 +46,12 @@ def test_the_page_and_its_script_are_served_from_the_package(serve):
     server = serve()
     page = requests.get(server.url)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
-    assert '<script src="/ui.js">' in page.text
-    script = requests.get(server.url + "ui.js")
-    assert script.headers["Content-Type"].startswith("text/javascript")
+    scripts = re.findall(r'<script src="/([^"]+)">', page.text)
+    assert scripts == ["charts.js", "ui.js"]
+    for name in scripts:
+        script = requests.get(server.url + name)
+        assert script.status_code == 200, name
+        assert script.headers["Content-Type"].startswith("text/javascript")
     assert "https://" not in page.text.replace("https://console.aws.amazon.com", "")  # no CDN
     assert requests.get(server.url + "nothing.js").status_code == 404
 

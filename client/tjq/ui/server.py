@@ -37,6 +37,7 @@ ACTION_HEADER = "X-Smq-Ui"  # the page sets it; a form or a plain link cannot
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/ui.js": ("ui.js", "text/javascript; charset=utf-8"),
+    "/charts.js": ("charts.js", "text/javascript; charset=utf-8"),
     "/ui.css": ("ui.css", "text/css; charset=utf-8"),
 }
 _JOB = re.compile(r"^/api/jobs/([^/]+)$")
