@@ -66,17 +66,23 @@ def shares_over_time(
     changes |= {t for p in plans for r in p.reservations for t in (r.start, r.usable_until)}
     moments = sorted({since} | {t for t in changes if since < t < until})
     points: dict[str, list[dict]] = {share.name: [] for share in shares}
-    for at in moments:
-        held = [_holder(r) for r in records if r.started_at <= at < r.ended_at]
-        summed: dict[str, dict] = {}
-        for use in usage_with_plans(shares, held, plans, at):
-            row = summed.setdefault(use.share, dict.fromkeys(_COUNTS, 0))
+    last: dict[str, dict] = {}
+    starting = iter(sorted(records, key=lambda r: r.started_at))
+    upcoming = next(starting, None)
+    held: list[UsageRecord] = []
+    for at in moments:  # a sweep: each record joins once and leaves once
+        while upcoming is not None and upcoming.started_at <= at:
+            held.append(upcoming)
+            upcoming = next(starting, None)
+        held = [r for r in held if at < r.ended_at]
+        summed = {name: dict.fromkeys(_COUNTS, 0) for name in points}
+        for use in usage_with_plans(shares, [_holder(r) for r in held], plans, at):
             for count in _COUNTS:
-                row[count] += getattr(use, count)
-        for name, series in points.items():
-            row = summed.get(name, dict.fromkeys(_COUNTS, 0))
-            if not series or any(series[-1][c] != row[c] for c in _COUNTS):
-                series.append({"at": iso(at), **row})
+                summed[use.share][count] += getattr(use, count)
+        for name, row in summed.items():
+            if last.get(name) != row:
+                points[name].append({"at": iso(at), **row})
+                last[name] = row
     return [{"share": name, "points": series} for name, series in points.items()]
 
 

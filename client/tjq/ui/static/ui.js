@@ -117,10 +117,11 @@ function isActive(row) { return row.running_seconds !== undefined; }
 
 // The instances of a capped type the queue holds now: on-demand ones and open reservations.
 function instancesOf(answer, type) {
-  const reserved = (answer.plans || []).filter((p) => p.instance_type === type)
-    .reduce((sum, plan) => sum + (plan.reserved || 0), 0);
+  const reserved = plansOf(answer, type).reduce((sum, plan) => sum + (plan.reserved || 0), 0);
   return (answer.capacity[type] || 0) + reserved;
 }
+
+function plansOf(answer, type) { return (answer.plans || []).filter((p) => p.instance_type === type); }
 
 function timelinePath() { return `/api/timeline?since=${state.span === FIT ? "24h" : state.span}`; }
 
@@ -175,7 +176,7 @@ function renderLanes() {
       for (let i = 1; i <= n; i++) taken.push({ kind: "outside", outside, i, n });
     }
     // The reserved instances no job uses are a plan's idle lanes; the rest, on-demand ones.
-    for (const plan of (answer.plans || []).filter((p) => p.instance_type === type)) {
+    for (const plan of plansOf(answer, type)) {
       const free = Math.max(0, (plan.reserved || 0) - (plan.in_use || 0));
       for (let i = 0; i < free && taken.length < cap; i++) taken.push({ kind: "idle", plan: plan.name });
     }
@@ -279,18 +280,22 @@ async function showDetail(name) {
     el("h3", { text: "History" }), history);
 }
 
-function consoleLink(sagemakerJob) {
+// A page of the AWS console in the queue's region.
+function consoleUrl(service, fragment) {
   const region = state.config.region || "us-east-1";
-  return el("a", { href: `https://${region}.console.aws.amazon.com/sagemaker/home?region=${region}#/jobs/${encodeURIComponent(sagemakerJob)}`,
+  return `https://${region}.console.aws.amazon.com/${service}/home?region=${region}${fragment}`;
+}
+
+function consoleLink(sagemakerJob) {
+  return el("a", { href: consoleUrl("sagemaker", `#/jobs/${encodeURIComponent(sagemakerJob)}`),
     target: "_blank", rel: "noopener", text: sagemakerJob });
 }
 
 // The attempt's training log streams (<job>/algo-1-...) in the CloudWatch console.
 function logsLink(sagemakerJob) {
-  const region = state.config.region || "us-east-1";
   const group = "$252Faws$252Fsagemaker$252FTrainingJobs";
-  const href = `https://${region}.console.aws.amazon.com/cloudwatch/home?region=${region}` +
-    `#logsV2:log-groups/log-group/${group}$3FlogStreamNameFilter$3D${encodeURIComponent(sagemakerJob)}`;
+  const href = consoleUrl("cloudwatch",
+    `#logsV2:log-groups/log-group/${group}$3FlogStreamNameFilter$3D${encodeURIComponent(sagemakerJob)}`);
   return el("a", { href, target: "_blank", rel: "noopener", class: "logs", text: "logs" });
 }
 
