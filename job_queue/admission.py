@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, replace
 
 from job_queue import tags
-from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
+from job_queue.layout import Layout
 from job_queue.models import Demand
 from job_queue.request import Submission
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
 from job_queue.budget_config import budgets_from_environment, parse_budgets
+from job_queue.capacity_config import (
+    check_plan_roles,
+    check_plans_owned_once,
+    parse_capacity,
+)
 from job_queue.costs import Prices, parse_prices
-from job_queue.errors import InvalidRequest
+from job_queue.errors import ConfigError, InvalidRequest
 from job_queue.fair_share_config import (
     FairShareError,
     fair_share_from_environment,
@@ -20,16 +24,15 @@ from job_queue.fair_share_config import (
     with_weights,
 )
 from job_queue.head_of_line import parse_limits
+from job_queue.layout import Layout
 from job_queue.limits import Limits, parse_max_preemptions, parse_rules
 from job_queue.models import MAX_PRIORITY, MIN_PRIORITY
-from job_queue.plans import current, plan_entries
+from job_queue.plans import current
 from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.budgets import Budget, Holder
-from job_queue.scheduler.fair_share import FairShare, Usage
+from job_queue.scheduler.fair_share import FairShare
 from job_queue.scheduler.reservations import TrainingPlan
-from job_queue.scheduler.snapshot import Snapshot
 from job_queue.share_config import (
-    INSTANCE_TYPE,
     SharesError,
     check_ceilings,
     loads_shares,
@@ -38,16 +41,7 @@ from job_queue.share_config import (
 )
 
 if TYPE_CHECKING:
-    from job_queue.store import Holders
-    from job_queue.store.accounts import Accounts
-
-
-class ConfigError(ValueError):
-    """A setting is missing or malformed; the message names the variable."""
-
-
-# A capacity entry that caps nothing: ``{"ml.c5.18xlarge": "unlimited"}``.
-UNCAPPED = "unlimited"
+    pass
 
 
 @dataclass(frozen=True)
@@ -231,127 +225,6 @@ def parse_checkpoint_uri(text: str) -> str:
         return checkpoints.check_base_uri(text)
     except ValueError as exc:
         raise ConfigError(f"CHECKPOINT_S3_URI: {exc}") from None
-
-
-def parse_capacity(
-    text: str, capped: bool = True
-) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
-    """``{"ml.p5.48xlarge": 2, "ml.c5.18xlarge": "unlimited"}``: instances per type the
-    queue may run at once, the types it does not cap, and its training plans (``capped``:
-    at least one type must have a cap; with shares, theirs are the caps)."""
-    if not text.strip():
-        raise ConfigError(
-            'CAPACITY is not set: give the instances per type, such as {"ml.p5.48xlarge": 2} '
-            "(or quota shares in SHARES)"
-        )
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"CAPACITY is not JSON: {exc}") from exc
-    if not isinstance(value, dict) or not value:
-        raise ConfigError('CAPACITY must be a JSON object such as {"ml.p5.48xlarge": 2}')
-    try:
-        capacity, uncapped, plans = split_capacity(value)
-    except ValueError as exc:
-        raise ConfigError(f"CAPACITY: {exc}") from None
-    if capped and not capacity:
-        raise ConfigError("CAPACITY: at least one instance type must have a cap")
-    return capacity, uncapped, plans
-
-
-def split_capacity(
-    value: Mapping[str, object],
-) -> tuple[dict[str, int], frozenset[str], tuple[TrainingPlan, ...]]:
-    """The capped types' on-demand counts, the uncapped types (``"unlimited"``), and the
-    training plans (``{"training_plan": ARN}``, alone or listed beside a count; a type with
-    plans only has no on-demand capacity). ValueError naming the type whose entry is none of
-    these, or a plan named twice."""
-    capacity, uncapped, plans = {}, set(), []
-    for itype, count in value.items():
-        if not isinstance(itype, str) or not INSTANCE_TYPE.match(itype):
-            raise ValueError(f"{itype!r} is not a SageMaker instance type")
-        if count == UNCAPPED:
-            uncapped.add(itype)
-        elif isinstance(count, list | dict):
-            on_demand, found = plan_entries(itype, count)
-            capacity[itype] = on_demand or 0
-            plans += found
-        elif isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(
-                f"{itype} must have a whole number >= 0, {UNCAPPED!r} or training plans "
-                f'({{"training_plan": ARN}}), got {count!r}'
-            )
-        else:
-            capacity[itype] = count
-    arns = [plan.arn for plan in plans]
-    twice = sorted({arn for arn in arns if arns.count(arn) > 1})
-    if twice:
-        raise ValueError(f"training plan {twice[0]} is named more than once")
-    return capacity, frozenset(uncapped), tuple(plans)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The capacity in effect for one invocation, and the quota shares that make it up."""
-
-    capacity: Mapping[str, int]
-    shares: tuple[Share, ...] = ()
-    default_share: str | None = None
-    uncapped: frozenset[str] = frozenset()  # types the queue runs on without counting them
-    plans: tuple[TrainingPlan, ...] = ()  # training plans of the capacity, as last read
-
-    def share(self, name: str | None) -> Share | None:
-        return next((s for s in self.shares if s.name == name), None)
-
-    def most(self, itype: str) -> int | None:
-        """The most instances of ``itype`` one job could ever get: on-demand, or on one
-        reservation of a plan (None: a plan of the type was never read, so nobody knows)."""
-        plans = [plan for plan in self.plans if plan.instance_type == itype]
-        if any(plan.read_at is None for plan in plans):
-            return None
-        reserved = [r.count for plan in plans for r in plan.reservations]
-        return max([self.capacity.get(itype, 0), *reserved])
-
-    def seen(self, held: Holders, now: float, accounts: Accounts | None = None) -> Snapshot:
-        """What a pass sees in this layout, from the holders just read (``held``) and fair
-        share's accounts (``accounts``, when it is on)."""
-        return Snapshot(
-            now,
-            self.capacity,
-            held.jobs,
-            held.idle_pools(now),
-            held.outside,
-            self.plans,
-            self.shares,
-            usage=accounts.usage if accounts else Usage(),
-            holds=held.holds,
-        )
-
-
-def check_plan_roles(plans: Iterable[TrainingPlan], allowed: frozenset[str], where: str) -> None:
-    """Every plan of the capacity (``where``: CAPACITY or the shares) is one the queue's role
-    may describe (TRAINING_PLAN_ARNS, the template's TrainingPlanArns)."""
-    missing = [plan.arn for plan in plans if plan.arn not in allowed]
-    if missing:
-        raise ConfigError(
-            f"{where}: training plan {missing[0]} is not in TrainingPlanArns "
-            "(TRAINING_PLAN_ARNS), so the queue may not describe it; add it and redeploy"
-        )
-
-
-def check_plans_owned_once(plans: Iterable[TrainingPlan], shares: Sequence[Share]) -> None:
-    """With shares, a plan counts toward the share that names it: CAPACITY names none."""
-    owners = {arn: share.name for share in shares for _, arn in share.plans}
-    for plan in plans if shares else ():
-        if plan.arn in owners:
-            raise ConfigError(
-                f"training plan {plan.arn} is named by both CAPACITY and share "
-                f"{owners[plan.arn]}: a plan's reserved instances count toward one place"
-            )
-        raise ConfigError(
-            f"CAPACITY: training plan {plan.arn}: with SHARES, name it in the capacity of the "
-            "share whose limit its reservations count toward"
-        )
 
 
 def parse_shares_setting(text: str, max_priority: int = MAX_PRIORITY) -> tuple[Share, ...]:

@@ -74,3 +74,7 @@ class StaleState(Exception):
 class Contended(StaleState):
     """A transaction met another one on the same item (TransactionConflict): nothing it
     checked was false, so the same write may simply be tried again."""
+
+
+class ConfigError(ValueError):
+    """A setting is missing or malformed; the message names the variable."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from job_queue import outlook, paging
-from job_queue.config import Layout
+from job_queue.layout import Layout
 from job_queue.scheduler import WaitingJob, positions
 from job_queue.scheduler.dependencies import Dependency
 from job_queue.scheduler.forecast import ExpectedStart, OutOfLine, RunHistory

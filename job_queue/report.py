@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from job_queue.config import Layout
+from job_queue.layout import Layout
 from job_queue.ledger import UsageRecord
 from job_queue.queue_events import Change, StateChange
 from job_queue.scheduler import ActiveJob

@@ -18,10 +18,10 @@ from aws_lambda_powertools import Logger
 from job_queue import access, plans
 from job_queue.access import Caller
 from job_queue.budget_config import BudgetError, budgeted, dumps_budgets, parse_budgets
-from job_queue.config import Layout
 from job_queue.costs import key_price
 from job_queue.errors import InvalidRequest
 from job_queue.fair_share_config import FairShareError, parse_weights
+from job_queue.layout import Layout
 from job_queue.ledger import UsageRecord, held_now
 from job_queue.queue_events import BudgetWarning, HoldChanged, UsageReported
 from job_queue.retry import RETRIES, busy, until_settled

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from job_queue.config import Layout
+from job_queue.layout import Layout
 from job_queue.scheduler import LostWork, Plan, Planner, Policy, Snapshot
 from job_queue.store.accounts import Accounts
 from job_queue.store.queue_reading import QueueReading

@@ -17,9 +17,10 @@ from job_queue import access, checkpoints, lifecycle, outside, tags, warm_pools
 from job_queue.access import Caller
 from job_queue.actions import Actions
 from job_queue.admission import admit
-from job_queue.config import Layout, Settings
+from job_queue.config import Settings
 from job_queue.dependents import DependentJobs
 from job_queue.errors import JobConflict, JobNotFound, SageMakerError, StaleState
+from job_queue.layout import Layout
 from job_queue.listing import Listing, list_page
 from job_queue.models import Action, AuditEntry, Job, JobState
 from job_queue.outlook import Outlook, outlook_of, reasons, still_waiting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from job_queue.config import Layout
+from job_queue.layout import Layout
 from job_queue.limits import ran_for
 from job_queue.models import Action, AuditEntry, Demand, Job
 from job_queue.outlook import Outlook

@@ -8,8 +8,8 @@ from tjq.local.cloud import ROLE_ARN, training_request
 from tjq.simulate.workload import WorkloadError, parse_workload, request_for
 
 from job_queue.admission import admit
-from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
+from job_queue.layout import Layout
 from job_queue.request import validate_submission
 from job_queue.scheduler import Share, Strategy
 

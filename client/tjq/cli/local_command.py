@@ -203,7 +203,8 @@ def local_api(args) -> int:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from job_queue.config import UNCAPPED, ConfigError, Settings
+    from job_queue.capacity_config import UNCAPPED
+    from job_queue.config import ConfigError, Settings
     from job_queue.scheduler import Policy, total_capacity
     from tjq.local.cloud import ACCOUNT, EVERY_LOCAL_USER, REGION, ROLE_ARN
     from tjq.local.server import LocalApi
@@ -376,7 +377,7 @@ def _unused_plans(shares, given: set[str]) -> str | None:
 
 
 def _capacity_text(itype: str, entry) -> str:
-    from job_queue.config import UNCAPPED
+    from job_queue.capacity_config import UNCAPPED
 
     if entry == UNCAPPED:
         return f"{itype} uncapped"

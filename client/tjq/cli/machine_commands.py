@@ -10,7 +10,7 @@ from tjq.cli.local_command import unknown_plans
 
 
 def simulate(args) -> int:
-    from job_queue.config import split_capacity
+    from job_queue.capacity_config import split_capacity
     from job_queue.fair_share_config import FairShareError
     from job_queue.scheduler import Policy
     from tjq.simulate.engine import SimSettings, simulate

@@ -17,7 +17,8 @@ from moto import mock_aws
 from moto.events.models import EventPattern
 
 from job_queue import checkpoints, tags
-from job_queue.config import Settings, split_capacity
+from job_queue.capacity_config import split_capacity
+from job_queue.config import Settings
 from job_queue.costs import Prices
 from job_queue.handler import SCHEDULED, Dependencies, handle
 from job_queue.limits import DEFAULT_LIMITS, Limits

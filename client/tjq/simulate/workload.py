@@ -44,8 +44,8 @@ from pathlib import Path
 
 from job_queue import tags
 from job_queue.admission import admit
-from job_queue.config import Layout
 from job_queue.errors import InvalidRequest
+from job_queue.layout import Layout
 from job_queue.models import Checkpointing
 from job_queue.request import validate_submission
 from job_queue.scheduler import Share, total_capacity
