@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 
 from job_queue.models import Demand, JobState
 from job_queue.scheduler import budgets, reservations
-from job_queue.scheduler.backfill import latest_start
 from job_queue.scheduler.holds import drained, hold_on
 from job_queue.scheduler.instances import free_and_releasing, release, take
 from job_queue.scheduler.order import LostWork, preemption_candidates
@@ -315,22 +314,6 @@ class PassState:
     def _bound_end(self, job: WaitingJob | ActiveJob) -> float:
         started = job.started_at if isinstance(job, ActiveJob) else self._now
         return started + self._policy.bound(job.max_runtime)
-
-    def _latest_start(self, job: WaitingJob) -> float:
-        """When the instances the job needs are there at the latest: running jobs (of any
-        share) end by their bound, stopping ones now. A later job that ends before then
-        cannot delay it, whatever the quota rules say (they only ever make it start later).
-        Infinite when a job it waits for has no bound."""
-        ends = [
-            (self._bound_end(a), a.demand) for a in self._running if a.name not in self._victims
-        ]
-        ends += [(end, demand) for end, demand, _ in self._started_ends]
-        latest = self._now
-        for itype, need in job.demand.items():
-            have = self._free[itype] + self._releasing[itype] + self._pools.instances(itype)
-            typed = [(end, demand[itype]) for end, demand in ends if itype in demand]
-            latest = max(latest, latest_start(self._now, need, have, typed))
-        return latest
 
 
 def _no_job(ledger: ShareLedger, candidate: ActiveJob) -> bool:

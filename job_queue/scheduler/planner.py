@@ -84,6 +84,7 @@ from collections.abc import Iterable
 
 from job_queue.scheduler import affinity, fair_share, waiting_for
 from job_queue.scheduler.affinity import Deferral, WarmAffinity
+from job_queue.scheduler.backfill import Backfill
 from job_queue.scheduler.budgets import BudgetStep, Standing
 from job_queue.scheduler.diagnosis import Diagnosis
 from job_queue.scheduler.holds import hold_on
@@ -97,7 +98,6 @@ from job_queue.scheduler.snapshot import (
     Policy,
     Snapshot,
     WaitingJob,
-    WarmPool,
 )
 from job_queue.scheduler.victims import Holder
 from job_queue.scheduler.waiting_for import Reason, WaitingFor
@@ -107,7 +107,7 @@ DEFAULT_POLICY = Policy()
 __all__ = ["DEFAULT_POLICY", "WHOLE_QUEUE", "Planner", "explain", "plan"]
 
 
-class Planner(BudgetStep, WarmAffinity, Placement, Diagnosis):
+class Planner(BudgetStep, WarmAffinity, Backfill, Placement, Diagnosis):
     """Builds a :class:`Plan` from the active jobs and the waiting jobs offered in queue order.
 
     Waiting jobs are offered one at a time so that the caller can stop reading the queue
@@ -361,27 +361,6 @@ class Planner(BudgetStep, WarmAffinity, Placement, Diagnosis):
             self._collected[key] = self._collected.get(key, 0) + job.demand[key[1]]
             if self._collected[key] > self._ledger.lendable(key[1]):
                 self._collecting.discard(key)  # later jobs of the share could not borrow
-
-    def _backfill(
-        self, job: WaitingJob, share: Share, pool: WarmPool | None, reserved_from: float
-    ) -> None:
-        """Behind a reservation, a job starts only if it is done before the held job can
-        start, on its share's own capacity; otherwise it waits, and the first held job's
-        reservation stands (as in EASY backfilling, only that job's start is protected)."""
-        self._backfill_examined += 1
-        if self._bound_end(job) > reserved_from:
-            self._waits(job, self._held_for(job, share, reserved_from))
-            return
-        if pool is not None:
-            self._start_on(job, pool, share)
-        elif self._has_room(share, job.demand, soon=False):
-            self._start(job, share)
-        else:
-            pools = self._search(job, share, self._releasable_pools(job, share), soon=False)
-            if pools is not None:
-                self._admit(job, share, pools)
-            else:
-                self._waits(job, self._diagnose(job, share))
 
 
 def plan(

@@ -19,11 +19,12 @@ from job_queue.models import Attempt, AuditEntry, Job, JobState
 from job_queue.retry import RETRIES
 from job_queue.scheduler import WaitingJob
 from job_queue.scheduler.fair_share import FairShare
-from job_queue.scheduler.snapshot import OutsideJob, WarmPool
+from job_queue.scheduler.snapshot import WarmPool
 from job_queue.store import codecs, table
 from job_queue.store.accounts import LineKeeping, line_of
 from job_queue.store.dependency_writes import DependencyWrites
 from job_queue.store.hold_writes import HoldWrites
+from job_queue.store.holders_writes import HoldersItemWrites
 from job_queue.store.ledger_writes import LedgerWrites, recorded
 from job_queue.store.loading import BulkLoading
 from job_queue.store.notes import HolderNotes
@@ -42,6 +43,7 @@ class DynamoJobStore(
     TableReads,
     PoolWrites,
     HoldWrites,
+    HoldersItemWrites,
     RunTimes,
     HolderNotes,
     LineKeeping,
@@ -283,42 +285,6 @@ class DynamoJobStore(
         )
         return held
 
-    # -- jobs started outside the queue -------------------------------------------------------
-
-    def hold_outside(self, job: OutsideJob) -> bool:
-        """Count a job the queue did not start as holding its instances (False: it already
-        is). A version bump: a plan that did not count them is stale."""
-        try:
-            self._transact(
-                table.update(
-                    POOL_KEY,
-                    "SET outside.#job = :entry, version = version + :one",
-                    "attribute_not_exists(outside.#job)",
-                    {":entry": codecs.outside_entry(job), ":one": 1},
-                    {"#job": job.name},
-                )
-            )
-        except StaleState:
-            return False
-        return True
-
-    def forget_outside(self, name: str) -> bool:
-        """An outside job ended: its instances are free (False: it was not held). No version
-        bump: a pass that still counts them only starts less."""
-        try:
-            self._transact(
-                table.update(
-                    POOL_KEY,
-                    "REMOVE outside.#job",
-                    "attribute_exists(outside.#job)",
-                    {},
-                    {"#job": name},
-                )
-            )
-        except StaleState:
-            return False
-        return True
-
     def end_waiting(
         self,
         job: Job,
@@ -377,29 +343,6 @@ class DynamoJobStore(
                 new_priority,
                 table.update_active_entry(job.name, job.attempt_name, "priority", priority),
             )
-
-    def set_shares(
-        self, shares_text: str, deployed: str, pool_version: int, changed_by: str, now: float
-    ) -> None:
-        """Replace the quota shares at run time (until a deployment changes ``deployed``),
-        recording who did, and when. Bumps the pool version: a pass planned with the old
-        shares must plan again."""
-        self._transact(
-            table.update(
-                POOL_KEY,
-                "SET shares = :shares, shares_deployed = :deployed, version = :next, "
-                "shares_changed_by = :by, shares_changed_at = :now",
-                "version = :version",
-                {
-                    ":shares": shares_text,
-                    ":deployed": deployed,
-                    ":next": pool_version + 1,
-                    ":version": pool_version,
-                    ":by": changed_by,
-                    ":now": now,
-                },
-            )
-        )
 
     def _transact(self, *actions: dict) -> None:
         for action in actions:

@@ -10,7 +10,7 @@ import contextlib
 import time
 
 from tjq.api import QueueClient
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.scheduler import Share, Strategy
 from tests.client.conftest import quiet_local_api

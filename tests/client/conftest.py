@@ -102,3 +102,19 @@ def resumed_attempts_finish_at_once(local, name: str):
         yield
     finally:
         emulator.on_create = previous
+
+
+# A small workload for smq simulate: four one-instance jobs, three at once and one later.
+WORKLOAD = """name,submit_s,duration_s,priority,instance_type,instance_count
+job1,0,600,1,ml.p5.48xlarge,1
+job2,0,600,2,ml.p5.48xlarge,1
+job3,0,600,1,ml.p5.48xlarge,1
+job4,300,600,3,ml.p5.48xlarge,1
+"""
+
+
+@pytest.fixture
+def workload(tmp_path):
+    path = tmp_path / "workload.csv"
+    path.write_text(WORKLOAD)
+    return str(path)

@@ -13,7 +13,7 @@ from tjq.errors import (
     QueueApiError,
     QueueUnreachable,
 )
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from tests.client.stub_api import ScriptedApi
 

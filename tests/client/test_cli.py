@@ -9,16 +9,11 @@ import time
 
 import pytest
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
+from tests.client.cli_runs import smq
 from tests.client.conftest import smq_process, wait_until
 from tests.client.stub_api import ScriptedApi
-
-
-def smq(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """`smq status` of a queue deeper than one page of GET /jobs."""
 
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.models import Job, JobState
 from tests.client.conftest import P5, quiet_local_api

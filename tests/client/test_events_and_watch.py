@@ -7,15 +7,10 @@ import time
 
 from tjq.api import QueueClient
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
+from tests.client.cli_runs import smq
 from tests.client.conftest import G4, smq_process, wait_until
-
-
-def smq(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def move(line: str) -> str:

@@ -10,8 +10,10 @@ import sys
 import pytest
 from tjq.cli import main
 from tjq.errors import UnknownShare
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.training_queue import TrainingQueue
+
+from tests.client.cli_runs import smq
 
 SHARES = [
     {
@@ -21,12 +23,6 @@ SHARES = [
         "in_share_preemption": False,
     }
 ]
-
-
-def smq(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

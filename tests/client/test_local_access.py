@@ -5,7 +5,7 @@ import json
 
 import pytest
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from tests.client.conftest import G5, quiet_local_api
 from tests.client.test_cli import smq

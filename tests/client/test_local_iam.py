@@ -5,7 +5,7 @@ import json
 
 import boto3
 import pytest
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 from tjq.local.iam import decision
 
 ALLOW_S3 = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}

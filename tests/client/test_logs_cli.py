@@ -6,9 +6,9 @@ import signal
 import time
 
 from tjq.api import QueueClient
-from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
+from tests.client.cli_runs import smq
 from tests.client.conftest import (
     G4,
     P5,
@@ -25,12 +25,6 @@ def cancelled(client, *names) -> None:
     wait_until(
         lambda: all(client.job(n)["state"] == "cancelled" for n in names), "the jobs to stop"
     )
-
-
-def smq(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def preempted_then_completed(local_env, unique) -> str:

@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError
 from tjq import reroute
 from tjq.errors import AccessDenied
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue import tags
 from tests.client.conftest import G4, wait_until

@@ -7,12 +7,12 @@ import time
 
 import pytest
 from tjq.api import QueueClient
-from tjq.cli import main
 from tjq.errors import JobConflict
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.scheduler import Share, Strategy
 from job_queue.share_config import share_to_dict
+from tests.client.cli_runs import smq
 from tests.client.conftest import quiet_local_api
 
 G5 = "ml.g5.xlarge"
@@ -45,12 +45,6 @@ def env(shared_api, monkeypatch):
                     client.cancel(job["name"])
         time.sleep(0.1)
     client.set_shares([share_to_dict(s) for s in SHARES])
-
-
-def smq(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_shares_shows_limit_use_borrowing_and_lending(capsys, env):

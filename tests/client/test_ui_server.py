@@ -14,7 +14,7 @@ import pytest
 import requests
 from tjq.api import QueueClient
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.ui.server import READ_ONLY, UiApi, UiServer
 
 from tests.client.conftest import G4, smq_process, wait_until

@@ -7,7 +7,7 @@ import json
 import pytest
 from tjq.api import QueueClient
 from tjq.cli import main
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue import tags
 from job_queue.scheduler import Policy

@@ -12,10 +12,10 @@ import json
 import random
 from dataclasses import dataclass
 
-from tjq.local.cloud import api_event
+from tjq.local.calls import api_event
 
 from job_queue import tags
-from tests.faults.scenarios import FAIR, KEEP_POOLS, TEAMS, job
+from tests.faults.moments import FAIR, KEEP_POOLS, TEAMS, job
 from tests.faults.wire import Outage
 from tests.faults.world import SWEEP, EventFaults, World
 

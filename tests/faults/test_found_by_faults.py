@@ -4,7 +4,8 @@ import pytest
 
 from tests.faults import crashes
 from tests.faults.crash_points import Site
-from tests.faults.scenarios import SCENARIOS, job
+from tests.faults.moments import job
+from tests.faults.scenarios import SCENARIOS
 from tests.faults.world import World
 
 RELEASE = next(s for s in SCENARIOS if s.name.startswith("an idle warm pool is released"))

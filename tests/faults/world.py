@@ -13,8 +13,9 @@ import random
 import threading
 from dataclasses import dataclass, field, replace
 
+from tjq.local.calls import DEFAULT_CALLER, api_event
 from tjq.local.clock import SimClock
-from tjq.local.cloud import DEFAULT_CALLER, LambdaContext, LocalCloud, api_event
+from tjq.local.cloud import LambdaContext, LocalCloud
 
 from job_queue.handler import SCHEDULED, handle
 from job_queue.store import DynamoJobStore

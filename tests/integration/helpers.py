@@ -1,6 +1,7 @@
 """Small helpers shared by the end-to-end tests."""
 
-from tjq.local.cloud import LocalCloud, training_request
+from tjq.local.calls import training_request
+from tjq.local.cloud import LocalCloud
 
 from job_queue.models import Job, JobState
 

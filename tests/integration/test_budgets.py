@@ -2,7 +2,7 @@
 spent its instance-hours waits (or runs only on what nobody else wants), counted from the
 ledger the ending attempts wrote, and an admin's raised budget lets it go on."""
 
-from tjq.local.cloud import ACCOUNT, training_request
+from tjq.local.calls import ACCOUNT, training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.costs import Prices

@@ -1,7 +1,7 @@
 """DELETE /jobs/{name} and PUT /jobs/{name}/priority, in every state a job can be in."""
 
 import pytest
-from tjq.local.cloud import DEFAULT_CALLER
+from tjq.local.calls import DEFAULT_CALLER
 
 from job_queue.access import Caller
 from job_queue.service import QueueService

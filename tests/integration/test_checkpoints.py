@@ -4,8 +4,9 @@ checkpoints in one place, and the queue preempts first the job whose stop throws
 import time
 
 import pytest
+from tjq.local.calls import training_request
 from tjq.local.clock import SimClock
-from tjq.local.cloud import LocalCloud, training_request
+from tjq.local.cloud import LocalCloud
 
 from tests.integration.helpers import job, running, submit
 

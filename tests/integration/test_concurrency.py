@@ -8,7 +8,7 @@ import random
 import sys
 import threading
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue import tags
 from tests.conftest import G5, P5

@@ -4,7 +4,7 @@ pass), a clean-up job runs only when its parent failed, and a dependent job hold
 nobody while it waits."""
 
 import pytest
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.scheduler import Share, Strategy

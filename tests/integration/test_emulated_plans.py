@@ -6,7 +6,8 @@ import json
 import boto3
 import pytest
 from tjq.cli import main
-from tjq.local.cloud import LocalCloud, training_request
+from tjq.local.calls import training_request
+from tjq.local.cloud import LocalCloud
 from tjq.local.emulated_plans import plans_from_options
 
 P5 = "ml.p5.48xlarge"

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 from botocore.exceptions import ClientError
-from tjq.local.cloud import local_user, training_request
+from tjq.local.calls import local_user, training_request
 
 from job_queue.scheduler import Policy, Share, Strategy
 from job_queue.scheduler.fair_share import FairShare

@@ -2,7 +2,7 @@
 that waits for one reason past its limit is cancelled (it ends failed, saying why) or only
 alarmed about, and a "Training Job Queue Blocked" event goes on the bus either way."""
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.head_of_line import Act, HeadOfLineLimit

@@ -4,7 +4,7 @@ and requeued like preemptions, so that a job that saves on stop loses nothing; r
 start again. Only admins may, and the trail says who did what, and when."""
 
 from tjq.cli.queue_commands import _status_text
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.scheduler import Share, Strategy

@@ -3,7 +3,7 @@ real handler: failed attempts tried again (RetryOnFailure) — an infrastructure
 the job back in its place to resume; its own error, or one failure too many, fails it — and
 preemptions (max-preemptions, MaxPreemptions)."""
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.queue_log import read_events
 
 from job_queue.limits import Limits, RetryRule

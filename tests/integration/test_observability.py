@@ -2,7 +2,7 @@
 
 import json
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.scheduler import Share, Strategy
 from tests.conftest import P5

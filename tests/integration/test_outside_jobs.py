@@ -3,7 +3,8 @@ their events, or by the sweep when an event is lost), never over the cap, and re
 
 import json
 
-from tjq.local.cloud import LambdaContext, training_request
+from tjq.local.calls import training_request
+from tjq.local.cloud import LambdaContext
 from tjq.table import outside_lines
 
 from job_queue.handler import handle

@@ -6,7 +6,7 @@ import json
 
 from botocore.stub import Stubber
 from moto.events.models import EventPattern
-from tjq.local.cloud import local_user
+from tjq.local.calls import local_user
 from tjq.queue_log import event_line, read_events
 
 from job_queue import queue_events

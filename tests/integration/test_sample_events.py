@@ -3,7 +3,8 @@
 import json
 import pathlib
 
-from tjq.local.cloud import ROLE_ARN, LambdaContext
+from tjq.local.calls import ROLE_ARN
+from tjq.local.cloud import LambdaContext
 
 from job_queue.handler import handle
 from job_queue.scheduler import Policy

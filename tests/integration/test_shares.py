@@ -2,7 +2,7 @@
 submission rules, the shares API and changes at run time."""
 
 import pytest
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.scheduler import Share, Strategy
 from job_queue.share_config import share_to_dict

@@ -2,7 +2,7 @@
 
 import json
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.table import queue_table
 
 from tests.conftest import G5, P5

@@ -2,7 +2,7 @@
 
 import copy
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.local.dynamodb_usage import DynamoDBUsage
 
 from job_queue.scheduler import Share, Strategy

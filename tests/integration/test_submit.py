@@ -4,7 +4,8 @@ import copy
 import json
 
 import pytest
-from tjq.local.cloud import LocalCloud, training_request
+from tjq.local.calls import training_request
+from tjq.local.cloud import LocalCloud
 
 from tests.conftest import G5, P5
 from tests.integration.helpers import job, submit

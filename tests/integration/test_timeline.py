@@ -4,7 +4,7 @@ day as the usage ledger's (a preemption with lost work, a warm start, a pool, a 
 
 from datetime import datetime
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from tests.integration.test_usage_ledger import ALICE, BOB, HOURS, add, usage_cloud
 from tests.integration.test_warm_pools import warm

@@ -3,7 +3,7 @@ plan, runs jobs on its reserved instances only while a reservation is open and l
 and stops and requeues a job whose reservation ends under it."""
 
 import pytest
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.local.emulated_plans import Reservation
 from tjq.table import plan_lines, queue_table
 

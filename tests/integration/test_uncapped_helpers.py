@@ -1,7 +1,7 @@
 """Helper instance types the queue does not cap: a heterogeneous job (a GPU group plus CPU
 helpers, as a Ray cluster on SageMaker) is held back only by its capped groups."""
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.table import queue_table
 
 from job_queue.share_config import parse_shares

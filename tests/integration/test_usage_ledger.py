@@ -4,7 +4,7 @@ worked out by hand (a job preempted once, a warm pool reused, a training plan)."
 
 from datetime import UTC, datetime
 
-from tjq.local.cloud import ACCOUNT, training_request
+from tjq.local.calls import ACCOUNT, training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.costs import Prices

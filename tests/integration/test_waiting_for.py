@@ -2,7 +2,7 @@
 real handler: the pass's own reason codes, with the jobs and share behind them."""
 
 import pytest
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 
 from job_queue.scheduler import Policy, Share, Strategy
 from tests.conftest import P5

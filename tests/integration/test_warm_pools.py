@@ -4,7 +4,7 @@ released for waiting work, expired, ended outside the queue — and never over t
 import random
 import threading
 
-from tjq.local.cloud import training_request
+from tjq.local.calls import training_request
 from tjq.queue_log import event_line, read_events
 
 from job_queue.scheduler import Share, Strategy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from tjq.api import QueueClient
-from tjq.local.cloud import ROLE_ARN, training_request
+from tjq.local.calls import ROLE_ARN, training_request
 
 from job_queue.scheduler import Share, Strategy
 from tests.client.conftest import quiet_local_api

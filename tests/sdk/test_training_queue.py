@@ -5,7 +5,7 @@ import boto3
 import pytest
 from tjq import QueueTrainingJobSession, TrainingQueue
 from tjq.errors import InvalidJob, QueueApiError
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from job_queue.share_config import parse_shares
 from tests.client.conftest import G4, G5, quiet_local_api, wait_until

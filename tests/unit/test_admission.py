@@ -4,7 +4,7 @@ import io
 from dataclasses import replace
 
 import pytest
-from tjq.local.cloud import ROLE_ARN, training_request
+from tjq.local.calls import ROLE_ARN, training_request
 from tjq.simulate.workload import WorkloadError, parse_workload, request_for
 
 from job_queue.admission import admit

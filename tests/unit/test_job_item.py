@@ -3,7 +3,7 @@ said, and an item from before it kept them still reads."""
 
 import json
 
-from tjq.local.cloud import ROLE_ARN, training_request
+from tjq.local.calls import ROLE_ARN, training_request
 
 from job_queue.models import Checkpointing, Job, JobState
 from job_queue.request import validate_submission

@@ -7,16 +7,14 @@ import functools
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
 
 import boto3
 from moto import mock_aws
 from moto.events.models import EventPattern
 
-from job_queue import checkpoints, tags
+from job_queue import checkpoints
 from job_queue.capacity_config import split_capacity
 from job_queue.config import Settings
 from job_queue.costs import Prices
@@ -28,19 +26,21 @@ from job_queue.scheduler import Policy, Share, total_capacity
 from job_queue.scheduler.budgets import Budget, Holder
 from job_queue.share_config import dumps_shares, plan_entries_of
 from job_queue.store.table import ATTRIBUTE_DEFINITIONS, KEY_SCHEMA, TTL_ATTRIBUTE
+from tjq.local.calls import (
+    ACCOUNT,
+    DEFAULT_CALLER,
+    EVERY_LOCAL_USER,
+    REGION,
+    ROLE_ARN,
+    api_event,
+)
 from tjq.local.clock import SimClock
 from tjq.local.dynamodb_usage import DynamoDBUsage, Serialized
 from tjq.local.emulated_container import Containers
 from tjq.local.emulated_events import log_queue_events
 from tjq.local.emulated_plans import plans_from_options
 from tjq.local.iam import create_training_roles
-from tjq.local.sagemaker import RUN_SECONDS_TAG, LocalSageMaker
-
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/SageMakerTraining"
-# Without other admins, every local user is one: on a laptop, you are the only user.
-EVERY_LOCAL_USER = f"arn:aws:iam::{ACCOUNT}:user/*"
+from tjq.local.sagemaker import LocalSageMaker
 
 
 @functools.cache
@@ -48,34 +48,6 @@ def _session() -> boto3.session.Session:
     """One session for every local cloud of a process: reading the services' models, once
     per session, is most of what creating a client costs."""
     return boto3.session.Session()
-
-
-def local_user(access_key_id: str) -> str:
-    """The caller the local API names after a request's SigV4 access key id."""
-    return f"arn:aws:iam::{ACCOUNT}:user/{access_key_id}"
-
-
-DEFAULT_CALLER = local_user("testing")
-
-
-def api_identity(arn: str) -> dict:
-    """``requestContext.identity`` as API Gateway fills it for an IAM-signed request by
-    ``arn`` (an IAM user, or a role session ``arn:aws:sts::...:assumed-role/Role/session``);
-    an empty ``arn``: an unsigned request's."""
-    if not arn:
-        return {"sourceIp": "127.0.0.1"}
-    session = arn.split("/", 2)[-1] if ":assumed-role/" in arn else None
-    unique_id = "AROA" + uuid.uuid5(uuid.NAMESPACE_URL, arn).hex[:17].upper()
-    caller = f"{unique_id}:{session}" if session else "AIDA" + unique_id[4:]
-    return {
-        "sourceIp": "127.0.0.1",
-        "accountId": arn.split(":")[4],
-        "caller": caller,
-        "user": caller,
-        "userArn": arn,
-        "accessKey": ("ASIA" if session else "AKIA") + unique_id[4:],
-        "userAgent": "tjq-local",
-    }
 
 
 @dataclass(frozen=True)
@@ -337,82 +309,3 @@ class LocalCloud:
     def table(self) -> list[tuple[str, str, int]]:
         """(name, state, priority) per row of GET /jobs, as the blog's table shows them."""
         return [(j["name"], j["state"], j["priority"]) for j in self.jobs()]
-
-
-def api_event(
-    method: str,
-    path: str,
-    body: str | None,
-    headers: dict | None = None,
-    caller: str = DEFAULT_CALLER,
-) -> dict:
-    """The API Gateway REST event for a request to ``path`` (with its query string, if any)
-    signed by ``caller``."""
-    path, _, query = path.partition("?")
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": headers or {"content-type": "application/json"},
-        "multiValueHeaders": {},
-        "queryStringParameters": dict(parse_qsl(query)) or None,
-        "pathParameters": None,
-        "requestContext": {
-            "httpMethod": method,
-            "path": f"/prod{path}",
-            "stage": "prod",
-            "requestId": str(uuid.uuid4()),
-            "identity": api_identity(caller),
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
-
-
-def training_request(
-    name: str,
-    priority: int | None = None,
-    instance_type: str = "ml.p5.48xlarge",
-    instance_count: int = 1,
-    run_seconds: float | None = None,
-    role_arn: str = ROLE_ARN,
-    max_runtime: int = 86400,
-    share: str | None = None,
-) -> dict:
-    """A CreateTrainingJob request shaped as the SageMaker Python SDK builds it."""
-    given = {tags.PRIORITY: priority, tags.SHARE: share, RUN_SECONDS_TAG: run_seconds}
-    request_tags = [{"Key": k, "Value": str(v)} for k, v in given.items() if v is not None]
-    request = {
-        "TrainingJobName": name,
-        "RoleArn": role_arn,
-        "AlgorithmSpecification": {
-            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
-            "pytorch-training:2.3.0-gpu-py311",
-            "TrainingInputMode": "File",
-            "EnableSageMakerMetricsTimeSeries": True,
-        },
-        "OutputDataConfig": {"S3OutputPath": "s3://my-bucket/output"},
-        "ResourceConfig": {
-            "InstanceType": instance_type,
-            "InstanceCount": instance_count,
-            "VolumeSizeInGB": 30,
-        },
-        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
-        "HyperParameters": {
-            "sagemaker_program": '"train.py"',
-            "sagemaker_submit_directory": f'"s3://my-bucket/{name}/source/sourcedir.tar.gz"',
-            "sagemaker_region": '"us-east-1"',
-        },
-        "EnableNetworkIsolation": False,
-        "EnableInterContainerTrafficEncryption": False,
-        "EnableManagedSpotTraining": False,
-        "DebugHookConfig": {
-            "S3OutputPath": "s3://my-bucket/output",
-            "CollectionConfigurations": [],
-        },
-        "ProfilerConfig": {"S3OutputPath": "s3://my-bucket/output", "DisableProfiler": False},
-        "Environment": {},
-    }
-    if request_tags:
-        request["Tags"] = request_tags
-    return request

@@ -80,6 +80,8 @@ def _epoch_ms(value):
 
 
 # The request's fields DescribeTrainingJob gives back, as SageMaker does.
+# The statuses in which a job holds its instances.
+HOLDING = ("InProgress", "Stopping")
 _DESCRIBED = (
     "RoleArn",
     "AlgorithmSpecification",

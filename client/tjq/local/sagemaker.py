@@ -46,9 +46,10 @@ from botocore.parsers import create_parser
 
 from tjq.local import emulated_logs, emulated_plans
 from tjq.local import emulated_pools as pools
-from tjq.local.emulated_container import STOP_WINDOW_S, Containers
+from tjq.local.emulated_container import Containers
 from tjq.local.emulated_faults import FaultInjection
 from tjq.local.emulated_job import (
+    HOLDING,
     EmulatedJob,
     SageMakerFault,
     demand_of,
@@ -56,15 +57,15 @@ from tjq.local.emulated_job import (
     state_change_event,
 )
 from tjq.local.emulated_plans import TrainingPlans
+from tjq.local.emulated_time import StatusChanges
 
 RUN_SECONDS_TAG = "simulated-run-seconds"
 JSON_CONTENT_TYPE = "application/x-amz-json-1.1"
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]*$")  # SageMaker's [\p{L}\p{Z}\p{N}_.:/=+\-@]*
-_HOLDING = ("InProgress", "Stopping")
 
 
-class LocalSageMaker(FaultInjection, TrainingPlans):
+class LocalSageMaker(FaultInjection, TrainingPlans, StatusChanges):
     """The emulated service. Attach it to a boto3 SageMaker client with :meth:`install`.
 
     Example::
@@ -283,43 +284,6 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
                 return {"Tags": [{"Key": k, "Value": v} for k, v in job.tags.items()]}
         raise SageMakerFault("ValidationException", f"Resource {arn} not found.")
 
-    # -- the clock -------------------------------------------------------------------------
-
-    def next_change_at(self) -> float | None:
-        """When the next job changes status (or its warm pool expires) on its own, if any."""
-        with self._lock:
-            times = [self._change_at(job) for job in self.jobs.values()]
-            if any(job.pending for job in self.jobs.values()):
-                times += [plan.next_change_at(self.clock()) for plan in self.plans.values()]
-            times += [job.pool_expires_at for job in self.jobs.values() if job.pool_available]
-            return min((t for t in times if t is not None), default=None)
-
-    def run_until(self, when: float) -> None:
-        """Apply every status change due by ``when`` (the clock already reads ``when``)."""
-        with self._lock:
-            self._expire_pools(when)
-            self._tend_containers(when)
-            for job in self.jobs.values():
-                due = self._change_at(job)
-                if due is None or due > when:
-                    continue
-                job.ended_at = due
-                if job.container:
-                    self._end_container(job)
-                if reason := self._plan_end_reason(job, due):
-                    job.end_reason = ("Failed", reason)
-                if job.status == "Stopping":
-                    self._keep_pool(job)
-                    self._transition(job, "Stopped", "Stopped")
-                else:
-                    status, reason = job.end_reason
-                    job.failure_reason = reason
-                    if not (reason and "CapacityError" in reason):  # an infrastructure failure
-                        self._keep_pool(job)
-                    self._transition(job, status, status)
-
-            self._start_pending(when)
-
     def pools(self) -> list[EmulatedJob]:
         """The jobs whose warm pools are Available now, oldest first."""
         with self._lock:
@@ -342,60 +306,13 @@ class LocalSageMaker(FaultInjection, TrainingPlans):
             raise SageMakerFault("ValidationException", "Requested resource not found.")
         return job
 
-    def _change_at(self, job: EmulatedJob) -> float | None:
-        if job.container and job.status in _HOLDING:
-            if job.container.ended_at is not None:
-                return job.container.ended_at  # its script ended
-            if job.status == "Stopping":
-                return job.stopped_at + STOP_WINDOW_S  # then it is killed
-            return None  # it runs until its script ends
-        if job.status == "InProgress" and job.pending:
-            return job.created_at + emulated_plans.MAX_PENDING_S
-        if job.status == "InProgress" and job.reservation_ends is not None:
-            return min(job.ends_at, job.reservation_ends - emulated_plans.TERMINATION_WINDOW_S)
-        if job.status == "InProgress":
-            return job.ends_at
-        if job.status == "Stopping":
-            return job.stopped_at + self.stop_seconds
-        return None
-
-    def _tend_containers(self, now: float) -> None:
-        """Send what running scripts printed to their logs and their checkpoints to S3;
-        note those that ended."""
-        for job in self.jobs.values():
-            if job.container and job.status in _HOLDING:
-                if job.container.ended_at is None and job.container.exit_code is not None:
-                    job.container.ended_at = now
-                emulated_logs.append(self.logs, job, job.container.new_output())
-                self.containers.sync(job.container)
-
-    def _end_container(self, job: EmulatedJob) -> None:
-        """A script's end (or the stop window's) ends its job."""
-        container, job.container = job.container, None
-        emulated_logs.append(self.logs, job, self.containers.finish(container))
-        if container.exit_code != 0 and job.status == "InProgress":  # a stopped job is Stopped
-            message = (
-                f"AlgorithmError: the training script exited with status {container.exit_code}"
-            )
-            last = container.last_line
-            job.end_reason = ("Failed", f"{message}: {last}" if last else message)
-
     def _in_use(self, itype: str) -> int:
         """On-demand instances held: plan jobs use reserved capacity, pending ones none."""
         return sum(
             j.demand.get(itype, 0)
             for j in self.jobs.values()
-            if (j.status in _HOLDING and not j.plan) or j.pool_available
+            if (j.status in HOLDING and not j.plan) or j.pool_available
         )
-
-    def _expire_pools(self, now: float) -> None:
-        """Pools whose keep-alive ran out are Terminated (no event announces it)."""
-        for job in self.jobs.values():
-            if job.pool_available and job.pool_expires_at <= now:
-                job.pool = pools.TERMINATED
-
-    def _keep_pool(self, job: EmulatedJob) -> None:
-        pools.keep(job, self.jobs.values(), self.warm_pool_quota)
 
     def _matching_pool(self, request: dict) -> EmulatedJob | None:
         return pools.matching(self.pools(), request, self.clock())

@@ -27,7 +27,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-from tjq.local.cloud import REGION, LocalCloud, local_user
+from tjq.local.calls import REGION, local_user
+from tjq.local.cloud import LocalCloud
 from tjq.local.iam import is_simulation, simulate_principal_policy, unknown_role
 
 STAGE = "/prod"

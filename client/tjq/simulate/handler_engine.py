@@ -13,7 +13,8 @@ from datetime import datetime
 
 from job_queue import tags
 from job_queue.ledger import Span, UsageRecord
-from tjq.local.cloud import LocalCloud, training_request
+from tjq.local.calls import training_request
+from tjq.local.cloud import LocalCloud
 from tjq.simulate.records import Decision, SimSettings
 from tjq.simulate.workload import WorkloadJob
 

@@ -10,7 +10,7 @@ from sagemaker.pytorch import PyTorch
 from tjq import QueueTrainingJobSession
 from tjq.api import QueueClient
 from tjq.errors import InvalidJob
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from tests.client.conftest import G4, G5, P5, resumed_attempts_finish_at_once, wait_until
 from tests.sdk.conftest import priority_tag

@@ -8,7 +8,7 @@ import boto3
 from sagemaker.pytorch import PyTorch
 from tjq import TrainingQueue
 from tjq.job_logs import AttemptLogs
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from tests.client.conftest import G5, wait_until
 from tests.sdk.scripts import CHECKPOINTS, SCRIPT

@@ -6,7 +6,7 @@ import pytest
 from sagemaker.pytorch import PyTorch
 from tjq import QueueTrainingJobSession
 from tjq.cli import main
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from tests.client.conftest import quiet_local_api, wait_until
 

@@ -6,7 +6,7 @@ raising QS1's low job to priority 4 preempts within QS1."""
 import pytest
 from tjq import TrainingQueue, TrainingQueuedJob  # was: sagemaker.train.aws_batch...
 from tjq.errors import NotConfigured
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from job_queue.share_config import parse_shares
 from tests.client.conftest import G5, quiet_local_api, wait_until

@@ -13,7 +13,7 @@ from sagemaker.core.utils.exceptions import FailedStatusError
 from sagemaker.train import ModelTrainer
 from tjq import QueueTrainingJobSession
 from tjq.errors import AccessDenied, InvalidJob
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from job_queue import tags
 from tests.client.conftest import G4, G5, resumed_attempts_finish_at_once, wait_until

@@ -11,7 +11,7 @@ from sagemaker.core.training.configs import Compute, SourceCode
 from sagemaker.train import ModelTrainer
 from tjq import QueueTrainingJobSession
 from tjq.job_logs import AttemptLogs
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from tests.client.conftest import G5, wait_until
 from tests.sdk.scripts import CHECKPOINTS, SCRIPT

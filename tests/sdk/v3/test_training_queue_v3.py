@@ -7,7 +7,7 @@ from sagemaker.train import ModelTrainer
 from sagemaker.train.model_trainer import Mode
 from tjq import TrainingQueue
 from tjq.errors import JobNotStarted
-from tjq.local.cloud import ROLE_ARN
+from tjq.local.calls import ROLE_ARN
 
 from tests.client.conftest import G4
 from tests.sdk.test_training_queue import IMAGE, training_job, uploaded
