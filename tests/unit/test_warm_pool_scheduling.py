@@ -1,74 +1,13 @@
 """Deciding with warm pools, as scenarios: start on a matching pool, else on free instances,
 else release pools the job does not match (oldest first, only as many as needed) before
-preempting anyone; in the single queue and with quota shares."""
-
-import copy
-from dataclasses import dataclass, field
+preempting anyone; in the single queue and with quota shares (warm affinity:
+:mod:`tests.unit.test_warm_affinity`)."""
 
 import pytest
 
 from job_queue.models import JobState
-from job_queue.scheduler import ActiveJob, Policy, Share, Strategy, WaitingJob, plan
-from job_queue.scheduler.snapshot import Snapshot, WarmPool
-
-P5 = "ml.p5.48xlarge"
-NOW = 10_000.0
-
-
-def waiting(
-    name, priority=0, instances=1, key="a", seq=None, max_runtime=None, share=None, waited=60
-):
-    return WaitingJob(
-        name=name,
-        priority=priority,
-        seq=seq if seq is not None else sum(map(ord, name)),
-        demand={P5: instances},
-        max_runtime=max_runtime,
-        share=share,
-        warm_key=key,
-        submitted_at=NOW - waited,
-    )
-
-
-def running(name, priority=0, instances=1, started=0.0, state=JobState.RUNNING, share=None):
-    return ActiveJob(
-        name=name,
-        priority=priority,
-        seq=len(name),
-        demand={P5: instances},
-        state=state,
-        started_at=started,
-        max_runtime=1000,
-        share=share,
-    )
-
-
-def pool(name, key="a", instances=1, since=NOW - 100, expires=NOW + 500, share=None):
-    return WarmPool(
-        name=f"{name}-job",
-        job=name,
-        demand={P5: instances},
-        key=key,
-        since=since,
-        expires_at=expires,
-        share=share,
-    )
-
-
-@dataclass
-class Scenario:
-    title: str
-    waiting: list
-    pools: list
-    active: list = field(default_factory=list)
-    capacity: int = 2
-    starts: list = field(default_factory=list)
-    warm: dict = field(default_factory=dict)  # job -> the pool (by job that left it)
-    released: list = field(default_factory=list)
-    preempted: list = field(default_factory=list)
-    policy: Policy = field(default_factory=Policy)
-    shares: tuple = ()
-
+from job_queue.scheduler import Policy, Share, Strategy
+from tests.unit.pool_scenarios import NOW, P5, Scenario, check, pool, running, waiting
 
 SINGLE_QUEUE = [
     Scenario(
@@ -229,99 +168,6 @@ SINGLE_QUEUE = [
     ),
 ]
 
-
-AFFINITY = Policy(warm_affinity_s=3600)
-
-WARM_AFFINITY = [
-    Scenario(
-        "warm affinity looks for a match only so far behind the first in line",
-        waiting=[
-            waiting("first", key="b", seq=1),
-            waiting("other-1", key="c", seq=2),
-            waiting("other-2", key="c", seq=3),
-            waiting("matching", key="a", seq=4),
-        ],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["first"],
-        released=["done"],
-        policy=Policy(warm_affinity_s=3600, affinity_window=2),
-    ),
-    Scenario(
-        "within the affinity window, the match further back gets the pool",
-        waiting=[
-            waiting("first", key="b", seq=1),
-            waiting("other-1", key="c", seq=2),
-            waiting("other-2", key="c", seq=3),
-            waiting("matching", key="a", seq=4),
-        ],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["matching"],
-        warm={"matching": "done"},
-        policy=Policy(warm_affinity_s=3600, affinity_window=3),
-    ),
-    Scenario(
-        "strict order by default: the first in line gets the pool released for it",
-        waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["first"],
-        released=["done"],
-    ),
-    Scenario(
-        "with warm affinity, a later job of its priority that matches starts on the pool first",
-        waiting=[waiting("first", key="b", seq=1), waiting("matching", key="a", seq=2)],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["matching"],
-        warm={"matching": "done"},
-        policy=AFFINITY,
-    ),
-    Scenario(
-        "warm affinity never starts a job ahead of a higher priority",
-        waiting=[waiting("first", 2, key="b", seq=1), waiting("matching", 1, key="a", seq=2)],
-        pools=[pool("done", key="a")],
-        active=[running("other", 9)],
-        starts=["first"],
-        released=["done"],
-        policy=AFFINITY,
-    ),
-    Scenario(
-        "warm affinity ends for a job that has waited as long as the setting says",
-        waiting=[
-            waiting("first", key="b", seq=1, waited=3600),
-            waiting("matching", key="a", seq=2),
-        ],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["first"],
-        released=["done"],
-        policy=AFFINITY,
-    ),
-    Scenario(
-        "with no later match, the first in line still gets the pool in the same pass",
-        waiting=[waiting("first", key="b", seq=1), waiting("second", key="c", seq=2)],
-        pools=[pool("done", key="a")],
-        active=[running("other")],
-        starts=["first"],
-        released=["done"],
-        policy=AFFINITY,
-    ),
-    Scenario(
-        "a lower-priority job ends the wait: the earlier ones are decided before it",
-        waiting=[
-            waiting("first", 1, key="b", seq=1),
-            waiting("same", 1, key="c", seq=2),
-            waiting("lower", 0, key="a", seq=3),
-        ],
-        pools=[pool("done", key="a"), pool("done2", key="a", since=NOW - 50)],
-        starts=["first", "same"],
-        released=["done", "done2"],
-        policy=AFFINITY,
-    ),
-]
-
 TEAMS = (
     Share("vision", {P5: 2}, Strategy.LEND_AND_BORROW, in_share_preemption=True),
     Share("prod", {P5: 1}, Strategy.RESERVE),
@@ -410,33 +256,8 @@ WITH_SHARES = [
 ]
 
 
-def check(s: Scenario) -> None:
-    before = copy.deepcopy((s.waiting, s.active, s.pools))
-    capacity = {P5: s.capacity}
-    result = plan(Snapshot(NOW, capacity, s.active, s.pools, shares=s.shares), s.waiting, s.policy)
-    assert [j.name for j in result.starts] == s.starts
-    assert {name: p.job for name, p in result.warm.items()} == s.warm
-    assert [r.pool.job for r in result.releases] == s.released
-    assert [p.victim.name for p in result.preemptions] == s.preempted
-    for release in result.releases:
-        assert release.for_job in {j.name for j in s.waiting} and release.reason
-    assert (s.waiting, s.active, s.pools) == before, "input was mutated"
-    held = sum(a.demand[P5] for a in s.active) + sum(
-        p.demand[P5] for p in s.pools if p.expires_at > NOW
-    )
-    cold = sum(j.demand[P5] for j in result.starts if j.name not in result.warm)
-    released = sum(r.pool.demand[P5] for r in result.releases)
-    stopping = sum(p.victim.demand[P5] for p in result.preemptions)
-    assert held - released - stopping + cold <= s.capacity or not cold, "over capacity"
-
-
 @pytest.mark.parametrize("s", SINGLE_QUEUE, ids=[s.title for s in SINGLE_QUEUE])
 def test_single_queue_with_pools(s: Scenario):
-    check(s)
-
-
-@pytest.mark.parametrize("s", WARM_AFFINITY, ids=[s.title for s in WARM_AFFINITY])
-def test_warm_affinity(s: Scenario):
     check(s)
 
 
