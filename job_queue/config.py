@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from job_queue import checkpoints
 from job_queue.access import PatternError, check_patterns
@@ -39,9 +38,6 @@ from job_queue.share_config import (
     parse_shares,
     plan_entries_of,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
